@@ -1,0 +1,131 @@
+//! Loads a Kubewarden policy module and calls it through waPC, as policy-server does:
+//! `wapc` + `wasmtime-provider` with WASI, one instance reused across evaluations, and the
+//! `kubewarden` host callback answering only `tracing`/`log`.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::Value;
+use wapc::{WapcHost, WasiParams};
+use wasmtime_provider::WasmtimeEngineProviderBuilder;
+
+use crate::memory::{GaugedMemoryCreator, MemoryGauge};
+
+/// What the guest's `validate` returns (snake_case, as the Kubewarden SDK writes it).
+#[derive(Debug, Deserialize)]
+pub struct ValidationResponse {
+    pub accepted: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    pub mutated_object: Option<Value>,
+    pub audit_annotations: Option<serde_json::Map<String, Value>>,
+    pub warnings: Option<Vec<String>>,
+}
+
+/// What the guest's `validate_settings` returns.
+#[derive(Debug, Deserialize)]
+pub struct SettingsValidationResponse {
+    pub valid: bool,
+    pub message: Option<String>,
+}
+
+pub struct Policy {
+    host: WapcHost,
+    memory: MemoryGauge,
+}
+
+impl Policy {
+    pub fn load(module: &[u8]) -> Result<Policy> {
+        let memory = MemoryGauge::default();
+        let mut config = wasmtime::Config::new();
+        // Copy-on-write memory images need wasmtime's own mmap memories; they only speed up
+        // instantiation, not the calls measured here.
+        config.memory_init_cow(false);
+        config.with_host_memory(Arc::new(GaugedMemoryCreator(memory.clone())));
+        let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let provider = WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module_bytes(module)
+            .wasi_params(WasiParams::default())
+            .build()
+            .context("cannot instantiate the policy module")?;
+        let host = WapcHost::new(Box::new(provider), Some(Box::new(host_callback)))
+            .context("cannot initialize the policy module (wapc_init)")?;
+        Ok(Policy { host, memory })
+    }
+
+    /// The guest's raw answer to an operation; a trap or guest error is an `Err`.
+    pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        self.host
+            .call(operation, payload)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    pub fn protocol_version(&self) -> Result<String> {
+        let raw = self.call("protocol_version", b"")?;
+        serde_json::from_slice(&raw).context("protocol_version returned no JSON string")
+    }
+
+    pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidationResponse> {
+        let raw = self.call("validate_settings", &serde_json::to_vec(settings)?)?;
+        serde_json::from_slice(&raw).context("validate_settings returned an unreadable answer")
+    }
+
+    pub fn validate(&self, payload: &[u8]) -> Result<ValidationResponse> {
+        let raw = self.call("validate", payload)?;
+        serde_json::from_slice(&raw).context("validate returned an unreadable answer")
+    }
+
+    /// The guest's linear memory size in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory.bytes()
+    }
+}
+
+/// The validation payload policy-server sends: the bare AdmissionRequest and the settings.
+pub fn validation_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec(
+        &serde_json::json!({"request": request, "settings": settings}),
+    )?)
+}
+
+/// The `kubewarden` host callback: logging is always allowed, other capabilities refused.
+fn host_callback(
+    _id: u64,
+    binding: &str,
+    namespace: &str,
+    operation: &str,
+    payload: &[u8],
+) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+    match (binding, namespace, operation) {
+        ("kubewarden", "tracing", "log") => {
+            log_guest_event(payload);
+            Ok(Vec::new())
+        }
+        _ => Err(format!(
+            "host capability {binding}/{namespace}/{operation} is not available in policy-host"
+        )
+        .into()),
+    }
+}
+
+fn log_guest_event(payload: &[u8]) {
+    match serde_json::from_slice::<Value>(payload) {
+        Ok(event) => {
+            let level = event["level"].as_str().unwrap_or("info");
+            let message = event["message"].as_str().unwrap_or("");
+            eprintln!("[policy {level}] {message} {event}");
+        }
+        Err(_) => eprintln!("[policy] {}", String::from_utf8_lossy(payload)),
+    }
+}
+
+/// Reads a module from a path or a `file://` URL.
+pub fn read_module(location: &str) -> Result<Vec<u8>> {
+    if location.starts_with("registry://") || location.starts_with("https://") {
+        bail!("remote module {location}: pull it first with `policy-host pull`");
+    }
+    let path = location.strip_prefix("file://").unwrap_or(location);
+    std::fs::read(path).with_context(|| format!("cannot read the policy module {path}"))
+}

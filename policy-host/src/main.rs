@@ -1,0 +1,178 @@
+//! policy-host: runs a Kubewarden policy module the way policy-server and kwctl do.
+//!
+//! Neither kwctl nor policy-server can be installed here, so this host, built on the same
+//! crates (`wapc` + `wasmtime-provider`), offers kwctl's command line for `run`, `bench`,
+//! `annotate`, `inspect`, `push` and `pull`.
+
+mod bench;
+mod engine;
+mod memory;
+mod metadata;
+mod review;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+
+use engine::{Policy, read_module, validation_payload};
+
+#[derive(Parser)]
+#[command(name = "policy-host", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate an admission request, like `kwctl run`.
+    Run(RunArgs),
+    /// Benchmark `validate` on one instance, like `kwctl bench`.
+    Bench {
+        #[command(flatten)]
+        run: RunArgs,
+        /// Seconds of warm-up before measuring.
+        #[arg(long, default_value = "1")]
+        warm_up_time: f64,
+        /// Seconds spent measuring.
+        #[arg(long, default_value = "3")]
+        measurement_time: f64,
+        #[arg(long, default_value = "50")]
+        num_samples: usize,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Store metadata in the module, like `kwctl annotate`.
+    Annotate {
+        #[arg(short = 'm', long = "metadata-path")]
+        metadata: PathBuf,
+        #[arg(short = 'u', long = "usage-path")]
+        usage: Option<PathBuf>,
+        #[arg(short = 'o', long = "output-path")]
+        output: PathBuf,
+        module: String,
+    },
+    /// Print the metadata stored in a module, like `kwctl inspect`.
+    Inspect { module: String },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// File holding an AdmissionRequest or an AdmissionReview.
+    #[arg(short = 'r', long = "request-path")]
+    request: PathBuf,
+    /// Settings as a JSON string.
+    #[arg(long = "settings-json")]
+    settings_json: Option<String>,
+    /// Settings file, YAML or JSON.
+    #[arg(short = 's', long = "settings-path")]
+    settings_path: Option<PathBuf>,
+    /// The policy module: a path or a file:// URL.
+    module: String,
+}
+
+impl RunArgs {
+    /// Loads the module and the request, and validates the settings first, as kwctl does.
+    fn prepare(&self) -> Result<(Policy, Value, Vec<u8>)> {
+        let policy = Policy::load(&read_module(&self.module)?)?;
+        let settings =
+            review::read_settings(self.settings_json.as_deref(), self.settings_path.as_deref())?;
+        let answer = policy
+            .validate_settings(&settings)
+            .context("Provided settings are not valid: validate_settings failed")?;
+        if !answer.valid {
+            bail!(
+                "Provided settings are not valid: {}",
+                answer.message.unwrap_or_default()
+            );
+        }
+        let request = review::read_request(&self.request)?;
+        let payload = validation_payload(&request, &settings)?;
+        Ok((policy, request, payload))
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run(args) => {
+            let (policy, request, payload) = args.prepare()?;
+            let uid = request["uid"].as_str().unwrap_or("");
+            let response = review::admission_response(uid, policy.validate(&payload));
+            println!("{}", serde_json::to_string_pretty(&response)?);
+        }
+        Command::Bench {
+            run,
+            warm_up_time,
+            measurement_time,
+            num_samples,
+            json,
+        } => {
+            let (policy, _, payload) = run.prepare()?;
+            let report = bench::bench(
+                &policy,
+                &payload,
+                Duration::from_secs_f64(warm_up_time),
+                Duration::from_secs_f64(measurement_time),
+                num_samples,
+            )?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                println!(
+                    "validate: min {:.2} µs, median {:.2} µs, p99 {:.2} µs over {} samples \
+                     ({} evaluations); payload {} bytes, accepted {}, guest memory {} bytes",
+                    report.min_ns / 1e3,
+                    report.median_ns / 1e3,
+                    report.p99_ns / 1e3,
+                    report.samples,
+                    report.evaluations,
+                    report.payload_bytes,
+                    report.accepted,
+                    report.memory_bytes
+                );
+            }
+        }
+        Command::Annotate {
+            metadata,
+            usage,
+            output,
+            module,
+        } => {
+            let wasm = read_module(&module)?;
+            let protocol = Policy::load(&wasm)?.protocol_version()?;
+            let yaml = read_text(&metadata)?;
+            let usage = usage.as_deref().map(read_text).transpose()?;
+            let metadata = metadata::prepare(&yaml, usage, protocol)?;
+            let annotated = metadata::annotate(&wasm, &metadata)?;
+            std::fs::write(&output, annotated)
+                .with_context(|| format!("cannot write {}", output.display()))?;
+        }
+        Command::Inspect { module } => {
+            let wasm = read_module(&module)?;
+            match metadata::read(&wasm)? {
+                Some(metadata) => println!("{}", serde_yaml::to_string(&metadata)?),
+                None => bail!("{module} has no Kubewarden metadata: annotate it first"),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}

@@ -1,0 +1,265 @@
+//! The policy's settings: the whole schema in one struct, and its validation.
+//!
+//! `{}` (or no settings at all) means the OLM v1 defaults. Unknown keys are refused
+//! rather than ignored: a typo such as `ownerLabel` would otherwise silently leave
+//! the defaults in force and protect the wrong keys.
+
+use serde::Deserialize;
+
+use crate::json::ObjectOnly;
+
+/// OLM v1 (operator-controller) stamps these labels on every object a
+/// `ClusterExtension` manages.
+pub const OLM_OWNER_KIND_LABEL: &str = "olm.operatorframework.io/owner-kind";
+pub const OLM_OWNER_NAME_LABEL: &str = "olm.operatorframework.io/owner-name";
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// Label keys whose values, together with `owner_annotations`, form the owner.
+    pub owner_labels: Vec<String>,
+    /// Annotation keys that are part of the owner (Helm keeps its release there).
+    pub owner_annotations: Vec<String>,
+    /// Label naming the owner's kind; empty turns the scope rules off.
+    pub owner_kind_label: String,
+    /// Owner kinds that may own cluster-scoped objects.
+    pub cluster_scoped_owner_kinds: Vec<String>,
+    /// Label naming a namespaced owner's namespace; empty turns namespace confinement off.
+    pub owner_namespace_label: String,
+    /// Whether an unowned object may gain an owner on UPDATE.
+    pub allow_adoption: bool,
+    /// Whether an owned object may lose its owner on UPDATE.
+    pub allow_orphaning: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            owner_labels: vec![OLM_OWNER_KIND_LABEL.into(), OLM_OWNER_NAME_LABEL.into()],
+            owner_annotations: Vec::new(),
+            owner_kind_label: OLM_OWNER_KIND_LABEL.into(),
+            cluster_scoped_owner_kinds: vec!["ClusterExtension".into()],
+            owner_namespace_label: String::new(),
+            allow_adoption: true,
+            allow_orphaning: true,
+        }
+    }
+}
+
+impl Settings {
+    /// Parses settings JSON as the host sends it; `null` means the defaults.
+    pub fn from_json(json: &[u8]) -> Result<Settings, String> {
+        let text = std::str::from_utf8(json)
+            .map_err(|e| format!("settings are not valid UTF-8: {e}"))?;
+        serde_json::from_str::<Option<ObjectOnly<Settings>>>(text)
+            .map(|s| s.map(|ObjectOnly(s)| s).unwrap_or_default())
+            .map_err(|e| format!("settings cannot be read: {e}"))
+    }
+
+    /// Checks everything the rules rely on; the message names the field and what to fix.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.owner_labels.is_empty() && self.owner_annotations.is_empty() {
+            return Err("no owner keys: set ownerLabels and/or ownerAnnotations to the keys \
+                        that name an object's owner"
+                .into());
+        }
+        check_key_list("ownerLabels", &self.owner_labels)?;
+        check_key_list("ownerAnnotations", &self.owner_annotations)?;
+        if !self.owner_kind_label.is_empty() {
+            check_qualified_name(&self.owner_kind_label)
+                .map_err(|e| format!("ownerKindLabel {:?}: {e}", self.owner_kind_label))?;
+        }
+        if !self.owner_namespace_label.is_empty() {
+            check_qualified_name(&self.owner_namespace_label).map_err(|e| {
+                format!("ownerNamespaceLabel {:?}: {e}", self.owner_namespace_label)
+            })?;
+            if self.owner_kind_label.is_empty() {
+                return Err("ownerNamespaceLabel is set but ownerKindLabel is empty, which \
+                            turns the scope rules off: set ownerKindLabel, or leave \
+                            ownerNamespaceLabel empty"
+                    .into());
+            }
+        }
+        for (i, kind) in self.cluster_scoped_owner_kinds.iter().enumerate() {
+            if kind.is_empty() {
+                return Err(format!(
+                    "clusterScopedOwnerKinds[{i}] is empty: list owner kinds such as \
+                     \"ClusterExtension\", or remove the empty entry"
+                ));
+            }
+            check_label_value(kind)
+                .map_err(|e| format!("clusterScopedOwnerKinds[{i}] {kind:?} {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// How many keys make up an owner: the labels, then the annotations.
+    pub fn owner_key_count(&self) -> usize {
+        self.owner_labels.len() + self.owner_annotations.len()
+    }
+
+    pub fn is_cluster_scoped_owner_kind(&self, kind: &str) -> bool {
+        self.cluster_scoped_owner_kinds.iter().any(|k| k == kind)
+    }
+}
+
+fn check_key_list(field: &str, keys: &[String]) -> Result<(), String> {
+    for (i, key) in keys.iter().enumerate() {
+        check_qualified_name(key).map_err(|e| format!("{field}[{i}] {key:?}: {e}"))?;
+        if keys[..i].contains(key) {
+            return Err(format!(
+                "{field}[{i}] {key:?} is listed twice: remove the duplicate"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A Kubernetes qualified name (label and annotation keys): an optional DNS-subdomain
+/// prefix of at most 253 characters and a `/`, then a name of at most 63 characters.
+pub fn check_qualified_name(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        if prefix.is_empty() {
+            return Err("the prefix before '/' is empty: write prefix/name, or name alone".into());
+        }
+        check_dns_subdomain(prefix).map_err(|e| format!("prefix {prefix:?} {e}"))?;
+    }
+    if name.is_empty() {
+        return Err("the name part is empty: a key needs a name such as \"owner-name\"".into());
+    }
+    if name.len() > 63 {
+        return Err(format!(
+            "the name part is {} characters long, at most 63 are allowed",
+            name.len()
+        ));
+    }
+    if !is_name_part(name) {
+        return Err("the name part must consist of alphanumerics, '-', '_' or '.', and start \
+                    and end with an alphanumeric (e.g. \"owner-name\"; only one '/' is allowed)"
+            .into());
+    }
+    Ok(())
+}
+
+/// A label value: empty, or a name part of at most 63 characters.
+fn check_label_value(value: &str) -> Result<(), String> {
+    if value.len() > 63 || !is_name_part(value) {
+        return Err("is not a valid label value: at most 63 alphanumerics, '-', '_' or '.', \
+                    starting and ending with an alphanumeric"
+            .into());
+    }
+    Ok(())
+}
+
+fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+fn check_dns_subdomain(s: &str) -> Result<(), String> {
+    if s.len() > 253 {
+        return Err(format!(
+            "is {} characters long, at most 253 are allowed",
+            s.len()
+        ));
+    }
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        match (b.first(), b.last()) {
+            (Some(first), Some(last)) => {
+                is_lower_alnum(*first)
+                    && is_lower_alnum(*last)
+                    && b.iter().all(|c| is_lower_alnum(*c) || *c == b'-')
+            }
+            _ => false,
+        }
+    };
+    if s.split('.').all(label_ok) {
+        Ok(())
+    } else {
+        Err("is not a DNS subdomain: lowercase alphanumerics, '-' and '.', each dot-separated \
+             part starting and ending with an alphanumeric (e.g. \"example.com\")"
+            .into())
+    }
+}
+
+fn is_lower_alnum(c: u8) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[test]
+    fn empty_settings_are_the_olm_defaults() {
+        let s = Settings::from_json(b"{}").unwrap();
+        assert_eq!(s, Settings::default());
+        assert_eq!(Settings::from_json(b"null").unwrap(), Settings::default());
+        assert_eq!(s.owner_labels, [OLM_OWNER_KIND_LABEL, OLM_OWNER_NAME_LABEL]);
+        assert_eq!(s.owner_kind_label, OLM_OWNER_KIND_LABEL);
+        assert_eq!(s.cluster_scoped_owner_kinds, ["ClusterExtension"]);
+        assert!(s.owner_annotations.is_empty() && s.owner_namespace_label.is_empty());
+        assert!(s.allow_adoption && s.allow_orphaning);
+        assert!(s.validate().is_ok());
+    }
+
+    #[rstest]
+    #[case::helm(r#"{"ownerLabels":[],"ownerAnnotations":["meta.helm.sh/release-name","meta.helm.sh/release-namespace"],"ownerKindLabel":""}"#)]
+    #[case::argo(r#"{"ownerLabels":["app.kubernetes.io/instance"],"ownerKindLabel":""}"#)]
+    #[case::flux(r#"{"ownerLabels":["kustomize.toolkit.fluxcd.io/name","kustomize.toolkit.fluxcd.io/namespace"],"ownerKindLabel":""}"#)]
+    #[case::confinement(r#"{"ownerNamespaceLabel":"example.com/owner-namespace","allowAdoption":false,"allowOrphaning":false}"#)]
+    #[case::same_key_label_and_annotation(r#"{"ownerLabels":["owner"],"ownerAnnotations":["owner"]}"#)]
+    #[case::long_prefix_ok(&format!(r#"{{"ownerLabels":["{}/n"]}}"#, ["a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61)].join(".")))]
+    fn valid_settings(#[case] json: &str) {
+        let s = Settings::from_json(json.as_bytes()).unwrap();
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    #[rstest]
+    #[case::unknown_field(r#"{"ownerLabel":["a"]}"#, "unknown field `ownerLabel`")]
+    #[case::wrong_type(r#"{"ownerLabels":"a"}"#, "invalid type: string")]
+    #[case::bool_type(r#"{"allowAdoption":"yes"}"#, "invalid type: string")]
+    #[case::not_an_object(r#"[1]"#, "settings cannot be read")]
+    #[case::not_json(r#"owner"#, "settings cannot be read")]
+    #[case::no_keys(r#"{"ownerLabels":[]}"#, "no owner keys")]
+    #[case::space(r#"{"ownerLabels":["owner name"]}"#, "ownerLabels[0] \"owner name\": the name part")]
+    #[case::two_slashes(r#"{"ownerLabels":["a/b/c"]}"#, "ownerLabels[0] \"a/b/c\"")]
+    #[case::empty_key(r#"{"ownerLabels":[""]}"#, "ownerLabels[0] \"\": the name part is empty")]
+    #[case::empty_prefix(r#"{"ownerLabels":["/name"]}"#, "the prefix before '/' is empty")]
+    #[case::upper_prefix(r#"{"ownerAnnotations":["Example.com/name"]}"#, "ownerAnnotations[0] \"Example.com/name\": prefix \"Example.com\" is not a DNS subdomain")]
+    #[case::long_name(&format!(r#"{{"ownerLabels":["{}"]}}"#, "n".repeat(64)), "64 characters long, at most 63")]
+    #[case::long_prefix(&format!(r#"{{"ownerLabels":["{}/n"]}}"#, "a.".repeat(127) + "a"), "255 characters long, at most 253")]
+    #[case::bad_end(r#"{"ownerLabels":["name-"]}"#, "start and end with an alphanumeric")]
+    #[case::duplicate(r#"{"ownerLabels":["a","b","a"]}"#, "ownerLabels[2] \"a\" is listed twice")]
+    #[case::duplicate_annotation(r#"{"ownerLabels":[],"ownerAnnotations":["x","x"]}"#, "ownerAnnotations[1] \"x\" is listed twice")]
+    #[case::bad_kind_label(r#"{"ownerKindLabel":"kind!"}"#, "ownerKindLabel \"kind!\"")]
+    #[case::bad_ns_label(r#"{"ownerNamespaceLabel":"a b"}"#, "ownerNamespaceLabel \"a b\"")]
+    #[case::ns_without_kind(r#"{"ownerKindLabel":"","ownerNamespaceLabel":"ns"}"#, "ownerKindLabel is empty")]
+    #[case::empty_kind(r#"{"clusterScopedOwnerKinds":["ClusterExtension",""]}"#, "clusterScopedOwnerKinds[1] is empty")]
+    #[case::bad_kind(r#"{"clusterScopedOwnerKinds":["Cluster Extension"]}"#, "clusterScopedOwnerKinds[0] \"Cluster Extension\" is not a valid label value")]
+    fn invalid_settings(#[case] json: &str, #[case] expected: &str) {
+        let err = Settings::from_json(json.as_bytes()).and_then(|s| s.validate());
+        let msg = err.expect_err("settings must be refused");
+        assert!(msg.contains(expected), "{msg:?} should contain {expected:?}");
+    }
+
+    #[test]
+    fn invalid_utf8_settings_are_refused() {
+        let err = Settings::from_json(b"{\"ownerLabels\":[\"\xff\"]}").unwrap_err();
+        assert!(err.contains("not valid UTF-8"), "{err}");
+    }
+}
