@@ -55,7 +55,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
                 T::deserialize(MapAccessDeserializer::new(map))
             }
         }
-        d.deserialize_map(ObjectVisitor(PhantomData)).map(ObjectOnly)
+        d.deserialize_map(ObjectVisitor(PhantomData))
+            .map(ObjectOnly)
     }
 }
 

@@ -38,7 +38,12 @@ impl<'a> Owner<'a> {
             Some(o) => {
                 let (labels, annotations) = (o.labels(), o.annotations());
                 values.extend(settings.owner_labels.iter().map(|k| labels.get(k)));
-                values.extend(settings.owner_annotations.iter().map(|k| annotations.get(k)));
+                values.extend(
+                    settings
+                        .owner_annotations
+                        .iter()
+                        .map(|k| annotations.get(k)),
+                );
             }
             None => values.resize(settings.owner_key_count(), None),
         }
@@ -159,8 +164,7 @@ fn check_scope(request: &Request, settings: &Settings, subject: &Subject) -> Res
         };
     }
     let ns_label = settings.owner_namespace_label.as_str();
-    if ns_label.is_empty() || owner_kind.is_some_and(|k| settings.is_cluster_scoped_owner_kind(k))
-    {
+    if ns_label.is_empty() || owner_kind.is_some_and(|k| settings.is_cluster_scoped_owner_kind(k)) {
         return Ok(());
     }
     match labels.get(ns_label) {

@@ -177,7 +177,8 @@ pub struct Annotations<'a>(pub StringMap<'a>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Labels<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(StringMapVisitor("metadata.labels")).map(Labels)
+        d.deserialize_map(StringMapVisitor("metadata.labels"))
+            .map(Labels)
     }
 }
 
@@ -246,7 +247,10 @@ mod tests {
         assert_eq!(object.labels().get("a"), Some("1"));
         assert_eq!(object.labels().get("b"), Some("2"));
         assert_eq!(object.labels().get("c"), None);
-        assert!(matches!(object.labels().0[0].1.0, std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(
+            object.labels().0[0].1.0,
+            std::borrow::Cow::Borrowed(_)
+        ));
         assert!(object.annotations().is_empty());
         assert!(r.old_object.is_none());
         assert_eq!(p.settings, Some(Settings::default()));
@@ -254,10 +258,9 @@ mod tests {
 
     #[test]
     fn escaped_strings_are_decoded() {
-        let p = parse_payload(
-            br#"{"request":{"object":{"metadata":{"labels":{"k\u0041":"v\"1"}}}}}"#,
-        )
-        .unwrap();
+        let p =
+            parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"k\u0041":"v\"1"}}}}}"#)
+                .unwrap();
         let r = p.request.unwrap();
         assert_eq!(r.object.unwrap().labels().get("kA"), Some("v\"1"));
     }

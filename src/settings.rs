@@ -49,8 +49,8 @@ impl Default for Settings {
 impl Settings {
     /// Parses settings JSON as the host sends it; `null` means the defaults.
     pub fn from_json(json: &[u8]) -> Result<Settings, String> {
-        let text = std::str::from_utf8(json)
-            .map_err(|e| format!("settings are not valid UTF-8: {e}"))?;
+        let text =
+            std::str::from_utf8(json).map_err(|e| format!("settings are not valid UTF-8: {e}"))?;
         serde_json::from_str::<Option<ObjectOnly<Settings>>>(text)
             .map(|s| s.map(|ObjectOnly(s)| s).unwrap_or_default())
             .map_err(|e| format!("settings cannot be read: {e}"))
@@ -59,9 +59,11 @@ impl Settings {
     /// Checks everything the rules rely on; the message names the field and what to fix.
     pub fn validate(&self) -> Result<(), String> {
         if self.owner_labels.is_empty() && self.owner_annotations.is_empty() {
-            return Err("no owner keys: set ownerLabels and/or ownerAnnotations to the keys \
+            return Err(
+                "no owner keys: set ownerLabels and/or ownerAnnotations to the keys \
                         that name an object's owner"
-                .into());
+                    .into(),
+            );
         }
         check_key_list("ownerLabels", &self.owner_labels)?;
         check_key_list("ownerAnnotations", &self.owner_annotations)?;
@@ -74,10 +76,12 @@ impl Settings {
                 format!("ownerNamespaceLabel {:?}: {e}", self.owner_namespace_label)
             })?;
             if self.owner_kind_label.is_empty() {
-                return Err("ownerNamespaceLabel is set but ownerKindLabel is empty, which \
+                return Err(
+                    "ownerNamespaceLabel is set but ownerKindLabel is empty, which \
                             turns the scope rules off: set ownerKindLabel, or leave \
                             ownerNamespaceLabel empty"
-                    .into());
+                        .into(),
+                );
             }
         }
         for (i, kind) in self.cluster_scoped_owner_kinds.iter().enumerate() {
@@ -138,9 +142,11 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
         ));
     }
     if !is_name_part(name) {
-        return Err("the name part must consist of alphanumerics, '-', '_' or '.', and start \
+        return Err(
+            "the name part must consist of alphanumerics, '-', '_' or '.', and start \
                     and end with an alphanumeric (e.g. \"owner-name\"; only one '/' is allowed)"
-            .into());
+                .into(),
+        );
     }
     Ok(())
 }
@@ -148,9 +154,11 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
 /// A label value: empty, or a name part of at most 63 characters.
 fn check_label_value(value: &str) -> Result<(), String> {
     if value.len() > 63 || !is_name_part(value) {
-        return Err("is not a valid label value: at most 63 alphanumerics, '-', '_' or '.', \
+        return Err(
+            "is not a valid label value: at most 63 alphanumerics, '-', '_' or '.', \
                     starting and ending with an alphanumeric"
-            .into());
+                .into(),
+        );
     }
     Ok(())
 }
@@ -189,9 +197,11 @@ fn check_dns_subdomain(s: &str) -> Result<(), String> {
     if s.split('.').all(label_ok) {
         Ok(())
     } else {
-        Err("is not a DNS subdomain: lowercase alphanumerics, '-' and '.', each dot-separated \
+        Err(
+            "is not a DNS subdomain: lowercase alphanumerics, '-' and '.', each dot-separated \
              part starting and ending with an alphanumeric (e.g. \"example.com\")"
-            .into())
+                .into(),
+        )
     }
 }
 
@@ -222,7 +232,9 @@ mod tests {
     #[case::argo(r#"{"ownerLabels":["app.kubernetes.io/instance"],"ownerKindLabel":""}"#)]
     #[case::flux(r#"{"ownerLabels":["kustomize.toolkit.fluxcd.io/name","kustomize.toolkit.fluxcd.io/namespace"],"ownerKindLabel":""}"#)]
     #[case::confinement(r#"{"ownerNamespaceLabel":"example.com/owner-namespace","allowAdoption":false,"allowOrphaning":false}"#)]
-    #[case::same_key_label_and_annotation(r#"{"ownerLabels":["owner"],"ownerAnnotations":["owner"]}"#)]
+    #[case::same_key_label_and_annotation(
+        r#"{"ownerLabels":["owner"],"ownerAnnotations":["owner"]}"#
+    )]
     #[case::long_prefix_ok(&format!(r#"{{"ownerLabels":["{}/n"]}}"#, ["a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61)].join(".")))]
     fn valid_settings(#[case] json: &str) {
         let s = Settings::from_json(json.as_bytes()).unwrap();
@@ -236,25 +248,52 @@ mod tests {
     #[case::not_an_object(r#"[1]"#, "settings cannot be read")]
     #[case::not_json(r#"owner"#, "settings cannot be read")]
     #[case::no_keys(r#"{"ownerLabels":[]}"#, "no owner keys")]
-    #[case::space(r#"{"ownerLabels":["owner name"]}"#, "ownerLabels[0] \"owner name\": the name part")]
+    #[case::space(
+        r#"{"ownerLabels":["owner name"]}"#,
+        "ownerLabels[0] \"owner name\": the name part"
+    )]
     #[case::two_slashes(r#"{"ownerLabels":["a/b/c"]}"#, "ownerLabels[0] \"a/b/c\"")]
-    #[case::empty_key(r#"{"ownerLabels":[""]}"#, "ownerLabels[0] \"\": the name part is empty")]
+    #[case::empty_key(
+        r#"{"ownerLabels":[""]}"#,
+        "ownerLabels[0] \"\": the name part is empty"
+    )]
     #[case::empty_prefix(r#"{"ownerLabels":["/name"]}"#, "the prefix before '/' is empty")]
-    #[case::upper_prefix(r#"{"ownerAnnotations":["Example.com/name"]}"#, "ownerAnnotations[0] \"Example.com/name\": prefix \"Example.com\" is not a DNS subdomain")]
+    #[case::upper_prefix(
+        r#"{"ownerAnnotations":["Example.com/name"]}"#,
+        "ownerAnnotations[0] \"Example.com/name\": prefix \"Example.com\" is not a DNS subdomain"
+    )]
     #[case::long_name(&format!(r#"{{"ownerLabels":["{}"]}}"#, "n".repeat(64)), "64 characters long, at most 63")]
     #[case::long_prefix(&format!(r#"{{"ownerLabels":["{}/n"]}}"#, "a.".repeat(127) + "a"), "255 characters long, at most 253")]
     #[case::bad_end(r#"{"ownerLabels":["name-"]}"#, "start and end with an alphanumeric")]
-    #[case::duplicate(r#"{"ownerLabels":["a","b","a"]}"#, "ownerLabels[2] \"a\" is listed twice")]
-    #[case::duplicate_annotation(r#"{"ownerLabels":[],"ownerAnnotations":["x","x"]}"#, "ownerAnnotations[1] \"x\" is listed twice")]
+    #[case::duplicate(
+        r#"{"ownerLabels":["a","b","a"]}"#,
+        "ownerLabels[2] \"a\" is listed twice"
+    )]
+    #[case::duplicate_annotation(
+        r#"{"ownerLabels":[],"ownerAnnotations":["x","x"]}"#,
+        "ownerAnnotations[1] \"x\" is listed twice"
+    )]
     #[case::bad_kind_label(r#"{"ownerKindLabel":"kind!"}"#, "ownerKindLabel \"kind!\"")]
     #[case::bad_ns_label(r#"{"ownerNamespaceLabel":"a b"}"#, "ownerNamespaceLabel \"a b\"")]
-    #[case::ns_without_kind(r#"{"ownerKindLabel":"","ownerNamespaceLabel":"ns"}"#, "ownerKindLabel is empty")]
-    #[case::empty_kind(r#"{"clusterScopedOwnerKinds":["ClusterExtension",""]}"#, "clusterScopedOwnerKinds[1] is empty")]
-    #[case::bad_kind(r#"{"clusterScopedOwnerKinds":["Cluster Extension"]}"#, "clusterScopedOwnerKinds[0] \"Cluster Extension\" is not a valid label value")]
+    #[case::ns_without_kind(
+        r#"{"ownerKindLabel":"","ownerNamespaceLabel":"ns"}"#,
+        "ownerKindLabel is empty"
+    )]
+    #[case::empty_kind(
+        r#"{"clusterScopedOwnerKinds":["ClusterExtension",""]}"#,
+        "clusterScopedOwnerKinds[1] is empty"
+    )]
+    #[case::bad_kind(
+        r#"{"clusterScopedOwnerKinds":["Cluster Extension"]}"#,
+        "clusterScopedOwnerKinds[0] \"Cluster Extension\" is not a valid label value"
+    )]
     fn invalid_settings(#[case] json: &str, #[case] expected: &str) {
         let err = Settings::from_json(json.as_bytes()).and_then(|s| s.validate());
         let msg = err.expect_err("settings must be refused");
-        assert!(msg.contains(expected), "{msg:?} should contain {expected:?}");
+        assert!(
+            msg.contains(expected),
+            "{msg:?} should contain {expected:?}"
+        );
     }
 
     #[test]

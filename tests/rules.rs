@@ -27,7 +27,11 @@ fn payload(
 ) -> Vec<u8> {
     let name = "widgets.example.com";
     let obj = |labels: Option<Value>| labels.map(|l| object(name, namespace, l, json!(null)));
-    let group = if kind == "CustomResourceDefinition" { "apiextensions.k8s.io" } else { "" };
+    let group = if kind == "CustomResourceDefinition" {
+        "apiextensions.k8s.io"
+    } else {
+        ""
+    };
     json!({
         "request": {
             "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
@@ -126,7 +130,10 @@ fn cluster_scoped_crd(
     #[case] settings: Value,
     #[case] expected: Expect,
 ) {
-    check(&payload(op, "CustomResourceDefinition", None, old, new, settings), expected);
+    check(
+        &payload(op, "CustomResourceDefinition", None, old, new, settings),
+        expected,
+    );
 }
 
 const NS: &str = "example.com/owner-namespace";
@@ -140,48 +147,118 @@ const NS: &str = "example.com/owner-namespace";
 #[case::confinement_cluster_owner(Some(json!({KIND: "ClusterExtension", NAME: "a", NS: "team-b"})), json!({"ownerNamespaceLabel": NS}), ok(&[]))]
 #[case::confinement_no_label(Some(json!({KIND: "Extension", NAME: "a"})), json!({"ownerNamespaceLabel": NS}), ok(&[]))]
 #[case::confinement_off(Some(json!({KIND: "Extension", NAME: "a", NS: "team-b"})), json!({}), ok(&[]))]
-fn namespaced_configmap(#[case] new: Option<Value>, #[case] settings: Value, #[case] expected: Expect) {
-    check(&payload("CREATE", "ConfigMap", Some("team-a"), None, new.clone(), settings.clone()), expected);
+fn namespaced_configmap(
+    #[case] new: Option<Value>,
+    #[case] settings: Value,
+    #[case] expected: Expect,
+) {
+    check(
+        &payload(
+            "CREATE",
+            "ConfigMap",
+            Some("team-a"),
+            None,
+            new.clone(),
+            settings.clone(),
+        ),
+        expected,
+    );
     // UPDATE judges the new object the same way.
-    check(&payload("UPDATE", "ConfigMap", Some("team-a"), new.clone(), new, settings), expected);
+    check(
+        &payload(
+            "UPDATE",
+            "ConfigMap",
+            Some("team-a"),
+            new.clone(),
+            new,
+            settings,
+        ),
+        expected,
+    );
 }
 
 #[test]
 fn owner_change_in_namespace_names_the_namespace() {
-    let p = payload("UPDATE", "ConfigMap", Some("team-a"), olm("Extension", "a"), olm("Extension", "b"), json!({}));
-    check(&p, err(&["ConfigMap \"widgets.example.com\" in namespace \"team-a\" is owned by"]));
+    let p = payload(
+        "UPDATE",
+        "ConfigMap",
+        Some("team-a"),
+        olm("Extension", "a"),
+        olm("Extension", "b"),
+        json!({}),
+    );
+    check(
+        &p,
+        err(&["ConfigMap \"widgets.example.com\" in namespace \"team-a\" is owned by"]),
+    );
 }
 
 #[test]
 fn helm_annotations_are_an_owner() {
     let settings = json!({"ownerLabels": [], "ownerAnnotations": ["meta.helm.sh/release-name", "meta.helm.sh/release-namespace"], "ownerKindLabel": ""});
-    let obj = |release: &str| object("admin", None, json!({"app.kubernetes.io/managed-by": "Helm"}),
-        json!({"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": "infra"}));
+    let obj = |release: &str| {
+        object(
+            "admin",
+            None,
+            json!({"app.kubernetes.io/managed-by": "Helm"}),
+            json!({"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": "infra"}),
+        )
+    };
     let p = json!({"request": {"operation": "UPDATE", "kind": {"group": "rbac.authorization.k8s.io", "kind": "ClusterRole"},
         "name": "admin", "object": obj("second"), "oldObject": obj("first")}, "settings": settings});
-    check(p.to_string().as_bytes(), err(&["ClusterRole \"admin\" is owned by [meta.helm.sh/release-name=first]",
-        "[meta.helm.sh/release-name=second]", "annotation meta.helm.sh/release-name, annotation meta.helm.sh/release-namespace"]));
+    check(
+        p.to_string().as_bytes(),
+        err(&[
+            "ClusterRole \"admin\" is owned by [meta.helm.sh/release-name=first]",
+            "[meta.helm.sh/release-name=second]",
+            "annotation meta.helm.sh/release-name, annotation meta.helm.sh/release-namespace",
+        ]),
+    );
 }
 
 #[test]
 fn status_subresource_follows_the_same_rules() {
-    let mut p: Value = serde_json::from_slice(&payload("UPDATE", "CustomResourceDefinition", None,
-        olm("ClusterExtension", "a"), olm("ClusterExtension", "b"), json!({}))).unwrap();
+    let mut p: Value = serde_json::from_slice(&payload(
+        "UPDATE",
+        "CustomResourceDefinition",
+        None,
+        olm("ClusterExtension", "a"),
+        olm("ClusterExtension", "b"),
+        json!({}),
+    ))
+    .unwrap();
     p["request"]["subResource"] = json!("status");
-    check(p.to_string().as_bytes(), err(&["\"widgets.example.com\" (subresource status) is owned by"]));
+    check(
+        p.to_string().as_bytes(),
+        err(&["\"widgets.example.com\" (subresource status) is owned by"]),
+    );
 }
 
 #[test]
 fn namespace_objects_are_cluster_scoped_even_with_a_request_namespace() {
     // The API server sets `namespace` to the Namespace's own name on UPDATE.
-    let p = payload("UPDATE", "Namespace", Some("team-a"), olm("Extension", "a"), olm("Extension", "a"), json!({}));
-    check(&p, err(&["Namespace \"widgets.example.com\" is cluster-scoped"]));
+    let p = payload(
+        "UPDATE",
+        "Namespace",
+        Some("team-a"),
+        olm("Extension", "a"),
+        olm("Extension", "a"),
+        json!({}),
+    );
+    check(
+        &p,
+        err(&["Namespace \"widgets.example.com\" is cluster-scoped"]),
+    );
 }
 
 #[rstest]
-#[case::null_everything(r#"{"request":{"operation":"UPDATE","object":null,"oldObject":null},"settings":null}"#)]
+#[case::null_everything(
+    r#"{"request":{"operation":"UPDATE","object":null,"oldObject":null},"settings":null}"#
+)]
 #[case::absent_everything(r#"{"request":{"operation":"UPDATE"}}"#)]
-#[case::null_metadata(r#"{"request":{"operation":"UPDATE","object":{"metadata":null},"oldObject":{}}}"#)]
+#[case::null_metadata(
+    r#"{"request":{"operation":"UPDATE","object":{"metadata":null},"oldObject":{}}}"#
+)]
 #[case::null_maps(r#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":null,"annotations":null}},"oldObject":{"metadata":{}}}}"#)]
 fn absent_means_none(#[case] json: &str) {
     check(json.as_bytes(), ok(&[]));
@@ -224,9 +301,19 @@ fn malformed_input_is_rejected(#[case] payload: &[u8], #[case] expected: &str) {
 
 #[test]
 fn deep_unrelated_nesting_is_judged_by_labels() {
-    let deep = format!("{}{}", "{\"a\":".repeat(1000), "1".to_string() + &"}".repeat(1000));
-    let obj = |owner: &str| format!(r#"{{"metadata":{{"labels":{{"{NAME}":"{owner}"}}}},"spec":{deep}}}"#);
-    let p = format!(r#"{{"request":{{"operation":"UPDATE","namespace":"ns","object":{},"oldObject":{}}}}}"#, obj("b"), obj("a"));
+    let deep = format!(
+        "{}{}",
+        "{\"a\":".repeat(1000),
+        "1".to_string() + &"}".repeat(1000)
+    );
+    let obj = |owner: &str| {
+        format!(r#"{{"metadata":{{"labels":{{"{NAME}":"{owner}"}}}},"spec":{deep}}}"#)
+    };
+    let p = format!(
+        r#"{{"request":{{"operation":"UPDATE","namespace":"ns","object":{},"oldObject":{}}}}}"#,
+        obj("b"),
+        obj("a")
+    );
     check(p.as_bytes(), err(&["owner-name=a", "owner-name=b"]));
 }
 

@@ -16,7 +16,8 @@ fn settings() -> serde_json::Value {
 /// Maps over a small alphabet of keys and values, so that owners often collide.
 fn label_map() -> impl Strategy<Value = BTreeMap<String, String>> {
     prop::collection::btree_map(
-        prop::sample::select(vec!["owner/kind", "owner/name", "app", "tier"]).prop_map(String::from),
+        prop::sample::select(vec!["owner/kind", "owner/name", "app", "tier"])
+            .prop_map(String::from),
         prop::sample::select(vec!["", "a", "b"]).prop_map(String::from),
         0..4,
     )

@@ -84,10 +84,8 @@ impl Policy {
 }
 
 /// The validation payload policy-server sends: the bare AdmissionRequest and the settings.
-pub fn validation_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
-    Ok(serde_json::to_vec(
-        &serde_json::json!({"request": request, "settings": settings}),
-    )?)
+pub fn validation_payload(request: &serde_json::value::RawValue, settings: &Value) -> Vec<u8> {
+    format!(r#"{{"request":{},"settings":{settings}}}"#, request.get()).into_bytes()
 }
 
 /// The `kubewarden` host callback: logging is always allowed, other capabilities refused.

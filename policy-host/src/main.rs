@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use serde_json::Value;
 
 use engine::{Policy, read_module, validation_payload};
 
@@ -59,6 +58,16 @@ enum Command {
     },
     /// Print the metadata stored in a module, like `kwctl inspect`.
     Inspect { module: String },
+    /// Send raw bytes to a guest function and print its raw answer (for hostile inputs the
+    /// API server would never send). Exits non-zero when the guest traps or errs.
+    Call {
+        /// The guest function: validate, validate_settings or protocol_version.
+        operation: String,
+        /// File whose bytes are the payload, unchanged.
+        #[arg(short = 'p', long = "payload-path")]
+        payload: PathBuf,
+        module: String,
+    },
 }
 
 #[derive(Args)]
@@ -78,7 +87,7 @@ struct RunArgs {
 
 impl RunArgs {
     /// Loads the module and the request, and validates the settings first, as kwctl does.
-    fn prepare(&self) -> Result<(Policy, Value, Vec<u8>)> {
+    fn prepare(&self) -> Result<(Policy, review::AdmissionRequest, Vec<u8>)> {
         let policy = Policy::load(&read_module(&self.module)?)?;
         let settings =
             review::read_settings(self.settings_json.as_deref(), self.settings_path.as_deref())?;
@@ -92,7 +101,7 @@ impl RunArgs {
             );
         }
         let request = review::read_request(&self.request)?;
-        let payload = validation_payload(&request, &settings)?;
+        let payload = validation_payload(&request.raw, &settings);
         Ok((policy, request, payload))
     }
 }
@@ -111,8 +120,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run(args) => {
             let (policy, request, payload) = args.prepare()?;
-            let uid = request["uid"].as_str().unwrap_or("");
-            let response = review::admission_response(uid, policy.validate(&payload));
+            let response = review::admission_response(&request.uid, policy.validate(&payload));
             println!("{}", serde_json::to_string_pretty(&response)?);
         }
         Command::Bench {
@@ -161,6 +169,19 @@ fn run(cli: Cli) -> Result<()> {
             let annotated = metadata::annotate(&wasm, &metadata)?;
             std::fs::write(&output, annotated)
                 .with_context(|| format!("cannot write {}", output.display()))?;
+        }
+        Command::Call {
+            operation,
+            payload,
+            module,
+        } => {
+            let policy = Policy::load(&read_module(&module)?)?;
+            let payload = std::fs::read(&payload)
+                .with_context(|| format!("cannot read {}", payload.display()))?;
+            let answer = policy
+                .call(&operation, &payload)
+                .context("the guest trapped or returned an error")?;
+            println!("{}", String::from_utf8_lossy(&answer));
         }
         Command::Inspect { module } => {
             let wasm = read_module(&module)?;

@@ -50,7 +50,9 @@ unsafe impl MemoryCreator for GaugedMemoryCreator {
             )
         };
         if base == libc::MAP_FAILED {
-            return Err(format!("cannot reserve {mapping_len} bytes for guest memory"));
+            return Err(format!(
+                "cannot reserve {mapping_len} bytes for guest memory"
+            ));
         }
         let mut memory = GaugedMemory {
             base: base.cast(),

@@ -4,27 +4,58 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::engine::ValidationResponse;
 
+/// An AdmissionRequest kept as the exact JSON text of the file: it is passed on to the guest
+/// without being rebuilt, and at any nesting depth (serde_json skips raw values without
+/// recursion), so deep objects reach the guest as they would from the API server.
+pub struct AdmissionRequest {
+    pub raw: Box<RawValue>,
+    pub uid: String,
+}
+
 /// Reads a bare AdmissionRequest, or a whole AdmissionReview (then its `request` is used).
-pub fn read_request(path: &Path) -> Result<Value> {
-    let text = std::fs::read(path)
-        .with_context(|| format!("cannot read the request file {}", path.display()))?;
-    let value: Value = serde_json::from_slice(&text)
-        .with_context(|| format!("the request file {} is not JSON", path.display()))?;
-    let is_review = value.get("kind").and_then(Value::as_str) == Some("AdmissionReview")
-        || (value.get("request").is_some_and(Value::is_object) && value.get("uid").is_none());
-    let request = if is_review {
-        value["request"].clone()
-    } else {
-        value
-    };
-    if !request.is_object() {
-        bail!("{} holds no AdmissionRequest object", path.display());
+pub fn read_request(path: &Path) -> Result<AdmissionRequest> {
+    #[derive(Deserialize)]
+    struct Envelope {
+        kind: Option<Box<RawValue>>,
+        uid: Option<Box<RawValue>>,
+        request: Option<Box<RawValue>>,
     }
-    Ok(request)
+    #[derive(Deserialize)]
+    struct Uid {
+        uid: Option<String>,
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the request file {}", path.display()))?;
+    let envelope: Envelope = serde_json::from_str(&text)
+        .with_context(|| format!("the request file {} is not a JSON object", path.display()))?;
+    let is_object = |raw: &RawValue| raw.get().trim_start().starts_with('{');
+    let is_review = envelope
+        .kind
+        .as_deref()
+        .is_some_and(|k| k.get() == "\"AdmissionReview\"")
+        || (envelope.uid.is_none() && envelope.request.as_deref().is_some_and(is_object));
+    let raw = if is_review {
+        match envelope.request {
+            Some(request) if is_object(&request) => request,
+            _ => bail!(
+                "the AdmissionReview in {} has no request object",
+                path.display()
+            ),
+        }
+    } else {
+        RawValue::from_string(text)?
+    };
+    let uid = serde_json::from_str::<Uid>(raw.get())
+        .ok()
+        .and_then(|u| u.uid)
+        .unwrap_or_default();
+    Ok(AdmissionRequest { raw, uid })
 }
 
 /// Settings from `--settings-json` or a YAML/JSON file; none means `{}`.
@@ -40,7 +71,11 @@ pub fn read_settings(json: Option<&str>, path: Option<&Path>) -> Result<Value> {
         }
         (None, None) => Value::Null,
     };
-    Ok(if settings.is_null() { json!({}) } else { settings })
+    Ok(if settings.is_null() {
+        json!({})
+    } else {
+        settings
+    })
 }
 
 /// The AdmissionResponse for a guest answer; a trap or guest error becomes a 500, as in
@@ -69,7 +104,9 @@ pub fn admission_response(uid: &str, answer: Result<ValidationResponse>) -> Valu
                 response.insert("status".into(), Value::Object(status));
             }
             if answer.mutated_object.is_some() {
-                eprintln!("policy-host: the guest returned a mutated object; patches are not computed");
+                eprintln!(
+                    "policy-host: the guest returned a mutated object; patches are not computed"
+                );
             }
             if let Some(annotations) = answer.audit_annotations {
                 response.insert("auditAnnotations".into(), Value::Object(annotations));

@@ -1,0 +1,57 @@
+# single-owner-policy: the usual Kubewarden policy targets.
+SHELL := /bin/bash
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+HOST := target/host/policy-host
+WASM_OUT := target/wasm32-wasip1/release/single_owner_policy.wasm
+# kwctl when it is installed, else the in-tree compatible host.
+KWCTL ?= $(shell command -v kwctl 2>/dev/null || echo $(CURDIR)/$(HOST))
+SAMPLE := e2e-tests/fixtures/crd-owner-change.json
+
+.PHONY: all setup run host test e2e-tests lint fmt fmt-check check test-all clean FORCE
+
+all: annotated-policy.wasm
+
+# Installs what the build and tests need (wasm target, bats, registry, binaryen, jq).
+setup:
+	./scripts/setup.sh
+
+policy.wasm: FORCE
+	cargo build --target wasm32-wasip1 --release -p single-owner-policy
+	cp $(WASM_OUT) policy.wasm
+
+$(HOST): FORCE
+	cargo build --profile host -p policy-host
+
+host: $(HOST)
+
+annotated-policy.wasm: policy.wasm $(HOST) metadata.yml README.md
+	$(HOST) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+# The main job: build the module and evaluate a sample request (an owner change on a CRD).
+run:
+	./scripts/setup.sh build
+	$(MAKE) annotated-policy.wasm
+	$(HOST) run -r $(SAMPLE) annotated-policy.wasm
+
+test:
+	cargo test --workspace
+
+e2e-tests: annotated-policy.wasm
+	KWCTL=$(KWCTL) bats e2e-tests/
+
+lint:
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --target wasm32-wasip1 -p single-owner-policy -- -D warnings
+
+fmt:
+	cargo fmt --all
+
+fmt-check:
+	cargo fmt --all -- --check
+
+# Every test: formatting, lints, unit tests, and the e2e suite through the built module.
+test-all: setup fmt-check lint test e2e-tests
+
+clean:
+	cargo clean
+	rm -f policy.wasm annotated-policy.wasm

@@ -1,0 +1,74 @@
+#!/usr/bin/env bats
+# Input handling through the built module: large objects, and malformed requests that the
+# host can still read as JSON (raw bytes are tried in hostile.bats).
+
+load common
+
+setup_file() {
+  [ -f "$SHARED_DATA/crd-prometheuses.monitoring.coreos.com.json" ] || {
+    echo "missing $SHARED_DATA (the shared test data beside the checkout)" >&2
+    return 1
+  }
+  python3 "$ROOT/scripts/make-requests.py" "$BATS_FILE_TMPDIR/large"
+}
+
+@test "a 1 MB ConfigMap owner change is rejected, the same owner accepted" {
+  local req="$BATS_FILE_TMPDIR/large/configmap-1mb-reject.json"
+  [ "$(stat -c %s "$req")" -gt 1000000 ]
+  evaluate "$req"
+  assert_rejected
+  assert_message_contains 'ConfigMap "big-config" in namespace "widgets" is owned by [olm.operatorframework.io/owner-name=ext-a]' \
+    '[olm.operatorframework.io/owner-name=ext-b]'
+  evaluate "$BATS_FILE_TMPDIR/large/configmap-1mb-accept.json"
+  assert_quiet_accept
+}
+
+@test "the real prometheuses.monitoring.coreos.com CRD: owner change rejected, same owner accepted" {
+  evaluate "$BATS_FILE_TMPDIR/large/crd-prometheus-reject.json"
+  assert_rejected
+  assert_message_contains 'CustomResourceDefinition "prometheuses.monitoring.coreos.com" is owned by'
+  evaluate "$BATS_FILE_TMPDIR/large/crd-prometheus-accept.json"
+  assert_quiet_accept
+}
+
+@test "a 4 MB field-rich CRD and a schema nested 100 levels deep are judged by their labels" {
+  evaluate "$BATS_FILE_TMPDIR/large/crd-synthetic-4mb-reject.json"
+  assert_rejected
+  evaluate "$BATS_FILE_TMPDIR/large/crd-synthetic-4mb-accept.json"
+  assert_quiet_accept
+  evaluate "$BATS_FILE_TMPDIR/large/crd-nested-100-reject.json"
+  assert_rejected
+  evaluate "$BATS_FILE_TMPDIR/large/crd-nested-100-accept.json"
+  assert_quiet_accept
+}
+
+@test "labels that are not a map are rejected with what was wrong" {
+  evaluate malformed-labels-not-a-map.json
+  assert_rejected
+  assert_message_contains 'metadata.labels to be a map of strings to strings'
+  assert_equal "$(jq -r .status.code <<<"$output")" 400
+}
+
+@test "a label value that is a number or null is rejected" {
+  evaluate malformed-label-value-number.json
+  assert_rejected
+  assert_message_contains 'metadata.labels "olm.operatorframework.io/owner-name" must have a string value'
+  evaluate malformed-label-value-null.json
+  assert_rejected
+  assert_message_contains 'must have a string value, not null'
+}
+
+@test "annotations or metadata of the wrong type are rejected" {
+  evaluate malformed-annotations-string.json
+  assert_rejected
+  assert_message_contains 'metadata.annotations to be a map of strings to strings'
+  evaluate malformed-metadata-not-object.json
+  assert_rejected
+  assert_message_contains 'invalid type: string "widget-config", expected a JSON object'
+}
+
+@test "an unknown operation is rejected" {
+  evaluate malformed-unknown-operation.json
+  assert_rejected
+  assert_message_contains 'unknown operation "PATCH"'
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bats
+# Settings validation, as kwctl runs it before evaluating.
+
+load common
+
+refused() {
+  run --separate-stderr "$KWCTL" run -r "$FIXTURES/crd-owner-change.json" --settings-json "$1" "file://$POLICY"
+  assert_failure
+  [[ "$stderr$output" == *"Provided settings are not valid"* ]] || fail "no 'Provided settings are not valid': $stderr"
+  [[ "$stderr$output" == *"$2"* ]] || fail "the message lacks '$2': $stderr"
+}
+
+@test "an unknown key (a typo) is refused, naming it" {
+  refused '{"ownerLabel": ["a"]}' 'unknown field `ownerLabel`'
+}
+
+@test "no owner keys at all is refused" {
+  refused '{"ownerLabels": [], "ownerAnnotations": []}' 'no owner keys'
+}
+
+@test "a key that is not a qualified name is refused" {
+  refused '{"ownerLabels": ["owner name"]}' 'ownerLabels[0] "owner name"'
+  refused '{"ownerAnnotations": ["Example.com/x"]}' 'is not a DNS subdomain'
+}
+
+@test "a duplicate key is refused" {
+  refused '{"ownerLabels": ["a", "a"]}' 'ownerLabels[1] "a" is listed twice'
+}
+
+@test "an empty owner kind is refused" {
+  refused '{"clusterScopedOwnerKinds": [""]}' 'clusterScopedOwnerKinds[0] is empty'
+}
+
+@test "a wrongly typed value is refused" {
+  refused '{"allowAdoption": "no"}' 'invalid type: string "no", expected a boolean'
+}
+
+@test "YAML settings files are read, {} means the OLM v1 defaults" {
+  evaluate crd-owner-change.json --settings-json '{}'
+  assert_rejected
+  evaluate clusterrole-helm-release-change.json -s "$SETTINGS/helm.yaml"
+  assert_rejected
+}
