@@ -9,6 +9,7 @@ mod engine;
 mod memory;
 mod metadata;
 mod review;
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,6 +59,19 @@ enum Command {
     },
     /// Print the metadata stored in a module, like `kwctl inspect`.
     Inspect { module: String },
+    /// Evaluate requests over and over on one instance: answers must match a fresh
+    /// instance's, and guest memory must stop growing (the leak check).
+    Soak {
+        /// Request files (AdmissionRequest or AdmissionReview), evaluated in turn.
+        #[arg(short = 'r', long = "request-path", required = true)]
+        requests: Vec<PathBuf>,
+        /// Settings (JSON), each tried with every request in turn.
+        #[arg(long = "settings-json", default_value = "{}")]
+        settings: Vec<String>,
+        #[arg(short = 'n', long, default_value = "100000")]
+        evaluations: usize,
+        module: String,
+    },
     /// Send raw bytes to a guest function and print its raw answer (for hostile inputs the
     /// API server would never send). Exits non-zero when the guest traps or errs.
     Call {
@@ -169,6 +183,22 @@ fn run(cli: Cli) -> Result<()> {
             let annotated = metadata::annotate(&wasm, &metadata)?;
             std::fs::write(&output, annotated)
                 .with_context(|| format!("cannot write {}", output.display()))?;
+        }
+        Command::Soak {
+            requests,
+            settings,
+            evaluations,
+            module,
+        } => {
+            let requests = requests
+                .iter()
+                .map(|r| review::read_request(r))
+                .collect::<Result<Vec<_>>>()?;
+            let settings = settings
+                .iter()
+                .map(|s| serde_json::from_str(s).context("--settings-json is not JSON"))
+                .collect::<Result<Vec<_>>>()?;
+            soak::soak(&read_module(&module)?, &requests, &settings, evaluations)?;
         }
         Command::Call {
             operation,

@@ -1,0 +1,66 @@
+#!/usr/bin/env bats
+# Hostile inputs, through the built module: every input gets a clean answer (no trap, no
+# error that policy-server would turn into a 500), and what cannot be read is rejected.
+# Raw payloads the API server would never send go straight to the guest (`policy-host call`).
+
+load common
+
+setup_file() {
+  python3 "$ROOT/e2e-tests/hostile/make-cases.py" "$BATS_FILE_TMPDIR/cases"
+}
+
+@test "the hostile-input table: each case gets its expected answer and message" {
+  local failures=0 count=0
+  while IFS=$'\t' read -r name function expected fragment; do
+    count=$((count + 1))
+    local answer
+    if ! answer="$("$POLICY_HOST" call "$function" -p "$BATS_FILE_TMPDIR/cases/$name.bin" "$POLICY" 2>&1)"; then
+      echo "FAIL $name: the guest trapped or erred: $answer" >&3
+      failures=$((failures + 1))
+      continue
+    fi
+    local got message
+    case "$function" in
+      validate) got="$(jq -r 'if .accepted then "accept" else "reject" end' <<<"$answer")" ;;
+      validate_settings) got="$(jq -r 'if .valid then "valid" else "invalid" end' <<<"$answer")" ;;
+    esac
+    message="$(jq -r '.message // ""' <<<"$answer")"
+    if [ "$got" != "$expected" ]; then
+      echo "FAIL $name: expected $expected, got $got: ${message:0:300}" >&3
+      failures=$((failures + 1))
+    elif [[ "$expected" =~ ^(reject|invalid)$ && ( -z "$message" || "$message" != *"$fragment"* ) ]]; then
+      echo "FAIL $name: the message lacks '$fragment': ${message:0:300}" >&3
+      failures=$((failures + 1))
+    fi
+  done <"$BATS_FILE_TMPDIR/cases/cases.tsv"
+  [ "$count" -ge 45 ] || fail "only $count cases were read"
+  [ "$failures" -eq 0 ] || fail "$failures of $count hostile cases failed"
+}
+
+@test "a guest trap is reported as policy-server does: allowed false, code 500" {
+  wat2wasm "$FIXTURES/trap.wat" -o "$BATS_TEST_TMPDIR/trap.wasm"
+  run --separate-stderr "$POLICY_HOST" run -r "$FIXTURES/crd-owner-change.json" "$BATS_TEST_TMPDIR/trap.wasm"
+  assert_success
+  assert_equal "$(jq -r .allowed <<<"$output")" false
+  assert_equal "$(jq -r .status.code <<<"$output")" 500
+  [[ "$(jq -r .status.message <<<"$output")" == "internal server error: "* ]] || fail "$output"
+  run --separate-stderr "$POLICY_HOST" call validate -p /dev/null "$BATS_TEST_TMPDIR/trap.wasm"
+  assert_failure
+  [[ "$stderr" == *"the guest trapped or returned an error"* ]]
+}
+
+@test "no state leaks across 100,000 evaluations on one instance, memory stays flat" {
+  run --separate-stderr "$POLICY_HOST" soak -n 100000 \
+    -r "$FIXTURES/crd-owner-change.json" -r "$FIXTURES/crd-same-owner-update.json" \
+    -r "$FIXTURES/crd-adopt.json" -r "$FIXTURES/crd-orphan.json" \
+    -r "$FIXTURES/malformed-labels-not-a-map.json" -r "$FIXTURES/clusterrole-helm-release-change.json" \
+    --settings-json '{}' --settings-json '{"allowAdoption": false, "allowOrphaning": false}' \
+    --settings-json '{"ownerLabels": [], "ownerAnnotations": ["meta.helm.sh/release-name"], "ownerKindLabel": ""}' \
+    "$POLICY"
+  assert_success
+  echo "$output" >&3
+  assert_line --partial 'call 1: guest linear memory'
+  assert_line --partial 'call 1000: guest linear memory'
+  assert_line --partial 'call 100000: guest linear memory'
+  assert_output --partial 'every answer equal to a fresh instance'
+}

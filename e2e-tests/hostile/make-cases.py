@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The hostile-input table: raw payloads for the guest's `validate` and `validate_settings`,
+each with the expected answer and a fragment of the expected message.
+
+usage: make-cases.py OUTDIR   (writes OUTDIR/NAME.bin and OUTDIR/cases.tsv)
+
+cases.tsv columns: name, guest function, expected (accept|reject|valid|invalid), message fragment.
+"""
+import json
+import pathlib
+import random
+import sys
+
+KIND = "olm.operatorframework.io/owner-kind"
+NAME = "olm.operatorframework.io/owner-name"
+CASES = []
+
+
+def case(name, function, payload, expected, fragment=""):
+    CASES.append((name, function, payload if isinstance(payload, bytes) else payload.encode(), expected, fragment))
+
+
+def req(obj="null", old="null", operation="UPDATE", settings="{}", extra=""):
+    return (f'{{"request":{{"uid":"h","operation":"{operation}","namespace":"ns","name":"o",'
+            f'"kind":{{"group":"","version":"v1","kind":"ConfigMap"}}{extra},"object":{obj},"oldObject":{old}}},'
+            f'"settings":{settings}}}')
+
+
+def obj(labels='{}', annotations='{}', spec='{}', metadata_extra=""):
+    return f'{{"apiVersion":"v1","metadata":{{"name":"o"{metadata_extra},"labels":{labels},"annotations":{annotations}}},"spec":{spec}}}'
+
+
+def owner(name):
+    return json.dumps({KIND: "ClusterExtension", NAME: name})
+
+
+# Not JSON at all, or cut short.
+case("not-json", "validate", "hello", "reject", "cannot be read: expected value")
+case("empty-payload", "validate", b"", "reject", "EOF while parsing")
+case("truncated", "validate", req(obj(owner("b")), obj(owner("a")))[:-40], "reject", "EOF while parsing")
+case("trailing-garbage", "validate", req() + "}", "reject", "trailing characters")
+case("payload-array", "validate", "[]", "reject", "expected a JSON object")
+case("request-missing", "validate", '{"settings":{}}', "reject", "has no admission request")
+case("request-null", "validate", '{"request":null,"settings":{}}', "reject", "has no admission request")
+case("request-string", "validate", '{"request":"UPDATE"}', "reject", "expected a JSON object")
+# Metadata that is not what Kubernetes writes.
+case("labels-array", "validate", req(obj('["a"]')), "reject", "metadata.labels to be a map of strings to strings")
+case("label-value-number", "validate", req(obj(f'{{"{NAME}":1}}')), "reject", f'metadata.labels "{NAME}" must have a string value')
+case("label-value-null", "validate", req(obj(f'{{"{NAME}":null}}')), "reject", "must have a string value, not null")
+case("label-value-object", "validate", req(obj(f'{{"{NAME}":{{"a":"b"}}}}')), "reject", "must have a string value")
+case("label-value-deep-array", "validate", req(obj(f'{{"{NAME}":' + "[" * 100000 + "]" * 100000 + "}")), "reject", "must have a string value")
+case("annotations-string", "validate", req(obj(annotations='"a=b"')), "reject", "metadata.annotations to be a map of strings to strings")
+case("annotation-value-bool", "validate", req(obj(annotations='{"a":true}')), "reject", 'metadata.annotations "a" must have a string value')
+case("metadata-string", "validate", req('{"metadata":"o"}'), "reject", 'invalid type: string "o", expected a JSON object')
+case("metadata-array", "validate", req(f'{{"metadata":[null,{owner("a")}]}}'), "reject", "expected a JSON object")
+case("object-number", "validate", req("7"), "reject", "invalid type: integer `7`, expected a JSON object")
+case("operation-number", "validate", '{"request":{"operation":1}}', "reject", "invalid type: integer `1`, expected a string")
+case("operation-unknown", "validate", req(operation="PATCH"), "reject", 'unknown operation "PATCH"')
+# Duplicate keys: the last value must not win silently.
+dup_owner = f'{{"{NAME}":"a","{NAME}":"b"}}'
+case("duplicate-owner-label", "validate", req(obj(dup_owner), obj(owner("a"))), "reject", f'metadata.labels has the key "{NAME}" more than once')
+case("duplicate-annotation", "validate", req(obj(annotations='{"x":"1","x":"1"}')), "reject", 'metadata.annotations has the key "x" more than once')
+case("duplicate-labels-field", "validate", req(obj(owner("a"), metadata_extra=f',"labels":{owner("b")}'), obj(owner("a"))), "reject", "duplicate field `labels`")
+case("duplicate-metadata-field", "validate", req('{"metadata":{},"metadata":{}}'), "reject", "duplicate field `metadata`")
+case("duplicate-object-field", "validate", req(obj(owner("a")), obj(owner("a")), extra=',"object":null'), "reject", "duplicate field `object`")
+# Invalid text.
+case("invalid-utf8-in-spec", "validate", req(obj(owner("a"), spec='{"x":"@@"}')).encode().replace(b"@@", b"\xff"), "reject", "not valid UTF-8")
+case("invalid-utf8-in-label", "validate", req(obj('{"k":"@@"}')).encode().replace(b"@@", b"\xc3\x28"), "reject", "not valid UTF-8")
+case("lone-surrogate-in-label", "validate", req(obj('{"k":"\\ud800"}')), "reject", f'metadata.labels "k" must have a string value')
+case("bad-escape", "validate", req(obj(spec='{"x":"\\q"}')), "reject", "invalid escape")
+case("control-character", "validate", req(obj(spec='{"x":"a\x01b"}')), "reject", "control character")
+# Deep nesting of unrelated fields: judged by the labels.
+deep = lambda n: '{"x":' * n + "1" + "}" * n
+case("nested-1000-owner-change", "validate", req(obj(owner("b"), spec=deep(1000)), obj(owner("a"), spec=deep(1000))), "reject", f"owned by [{NAME}=a]")
+case("nested-1000-same-owner", "validate", req(obj(owner("a"), spec=deep(1000)), obj(owner("a"), spec=deep(1000))), "accept")
+case("nested-100000-arrays-same-owner", "validate", req(obj(owner("a"), spec="[" * 100000 + "]" * 100000), obj(owner("a"))), "accept")
+case("nested-100000-unclosed", "validate", req(obj(owner("a"), spec="[" * 100000)), "reject", "cannot be read")
+# Huge values.
+big = "v" * (1 << 20)
+case("annotation-1mib-owner-change", "validate", req(obj(owner("b"), json.dumps({"note": big})), obj(owner("a"), json.dumps({"note": big}))), "reject", f"[{NAME}=b]")
+case("annotation-1mib-helm-owner", "validate", req(obj(annotations=json.dumps({"meta.helm.sh/release-name": big})), obj(annotations=json.dumps({"meta.helm.sh/release-name": big})),
+     settings='{"ownerLabels":[],"ownerAnnotations":["meta.helm.sh/release-name"],"ownerKindLabel":""}'), "accept")
+rng = random.Random(7)
+many = {f"example.com/label-{i}": f"value-{i}" for i in range(10000)}
+keys = list(many)
+rng.shuffle(keys)
+labels_new = {k: many[k] for k in keys}
+labels_new[NAME] = "b"
+labels_old = dict(many, **{NAME: "a"})
+case("labels-10000-owner-change", "validate", req(obj(json.dumps(labels_new)), obj(json.dumps(labels_old))), "reject", f"owned by [{NAME}=a]")
+labels_new[NAME] = "a"
+case("labels-10000-same-owner", "validate", req(obj(json.dumps(labels_new)), obj(json.dumps(labels_old))), "accept")
+case("object-4mib-owner-change", "validate", req(obj(owner("b"), spec=json.dumps({"data": "d" * (2 << 20)})), obj(owner("a"), spec=json.dumps({"data": "d" * (2 << 20)}))), "reject", f"[{NAME}=b]")
+case("huge-number", "validate", req(obj(owner("a"), spec='{"n":1e999999,"m":-0.0e-99999}'), obj(owner("a"))), "accept")
+# Settings that arrive with the request.
+case("payload-settings-unknown-key", "validate", req(settings='{"ownerLabel":[]}'), "reject", "unknown field `ownerLabel`")
+case("payload-settings-invalid", "validate", req(settings='{"ownerLabels":["a b"]}'), "reject", "the policy settings are not valid")
+# validate_settings.
+case("settings-not-json", "validate_settings", "ownerLabels: [a]", "invalid", "settings cannot be read")
+case("settings-empty", "validate_settings", b"", "invalid", "EOF while parsing")
+case("settings-null", "validate_settings", "null", "valid")
+case("settings-array", "validate_settings", "[]", "invalid", "expected a JSON object")
+case("settings-invalid-utf8", "validate_settings", b'{"ownerLabels":["\xff"]}', "invalid", "not valid UTF-8")
+case("settings-deep", "validate_settings", '{"ownerLabels":' + "[" * 100000 + "]" * 100000 + "}", "invalid", "invalid type: sequence, expected a string")
+case("settings-10000-keys", "validate_settings", json.dumps({"ownerLabels": [f"example.com/k{i}" for i in range(10000)]}), "valid")
+case("settings-duplicate-field", "validate_settings", '{"allowAdoption":true,"allowAdoption":false}', "invalid", "duplicate field `allowAdoption`")
+
+out = pathlib.Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
+with open(out / "cases.tsv", "w") as table:
+    for name, function, payload, expected, fragment in CASES:
+        (out / f"{name}.bin").write_bytes(payload)
+        table.write(f"{name}\t{function}\t{expected}\t{fragment}\n")
