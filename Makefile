@@ -7,7 +7,9 @@ WASM_OUT := target/wasm32-wasip1/release/single_owner_policy.wasm
 KWCTL ?= $(shell command -v kwctl 2>/dev/null || echo $(CURDIR)/$(HOST))
 SAMPLE := e2e-tests/fixtures/crd-owner-change.json
 
-.PHONY: all setup run host test e2e-tests lint fmt fmt-check check test-all clean FORCE
+OCI_REF ?= registry://ghcr.io/single-owner-policy/policies/single-owner:v$(VERSION)
+
+.PHONY: all setup run host test e2e-tests lint fmt fmt-check check test-all clean publish FORCE
 
 all: annotated-policy.wasm
 
@@ -26,6 +28,17 @@ host: $(HOST)
 
 annotated-policy.wasm: policy.wasm $(HOST) metadata.yml README.md
 	$(HOST) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+# Artifact Hub package, generated from metadata.yml (the e2e suite checks it is up to date).
+artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml $(HOST)
+	$(HOST) scaffold-artifacthub -m metadata.yml --questions-path questions-ui.yml \
+		--previous artifacthub-pkg.yml > artifacthub-pkg.yml.tmp
+	mv artifacthub-pkg.yml.tmp artifacthub-pkg.yml
+
+# Push the annotated module: kwctl when installed, else policy-host (same artifact).
+publish: annotated-policy.wasm
+	@if command -v kwctl >/dev/null; then kwctl push annotated-policy.wasm $(OCI_REF); \
+	else $(HOST) push annotated-policy.wasm $(OCI_REF); fi
 
 # The main job: build the module and evaluate a sample request (an owner change on a CRD).
 run:

@@ -119,10 +119,13 @@ fn log_guest_event(payload: &[u8]) {
     }
 }
 
-/// Reads a module from a path or a `file://` URL.
+/// Reads a module from a path, a `file://` URL or a `registry://` reference.
 pub fn read_module(location: &str) -> Result<Vec<u8>> {
-    if location.starts_with("registry://") || location.starts_with("https://") {
-        bail!("remote module {location}: pull it first with `policy-host pull`");
+    if location.starts_with("registry://") {
+        return crate::registry::pull(location);
+    }
+    if location.starts_with("https://") {
+        bail!("{location}: https:// modules are not supported by policy-host");
     }
     let path = location.strip_prefix("file://").unwrap_or(location);
     std::fs::read(path).with_context(|| format!("cannot read the policy module {path}"))

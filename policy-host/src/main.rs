@@ -4,10 +4,13 @@
 //! crates (`wapc` + `wasmtime-provider`), offers kwctl's command line for `run`, `bench`,
 //! `annotate`, `inspect`, `push` and `pull`.
 
+mod artifacthub;
 mod bench;
+mod deploy;
 mod engine;
 mod memory;
 mod metadata;
+mod registry;
 mod review;
 mod soak;
 
@@ -59,6 +62,33 @@ enum Command {
     },
     /// Print the metadata stored in a module, like `kwctl inspect`.
     Inspect { module: String },
+    /// Generate artifacthub-pkg.yml from metadata.yml, like `kwctl scaffold artifacthub`.
+    #[command(name = "scaffold-artifacthub")]
+    ScaffoldArtifacthub {
+        #[arg(short = 'm', long = "metadata-path")]
+        metadata: PathBuf,
+        #[arg(long = "questions-path")]
+        questions: Option<PathBuf>,
+        /// The current artifacthub-pkg.yml: its createdAt is kept while the version is the same.
+        #[arg(long = "previous")]
+        previous: Option<PathBuf>,
+    },
+    /// Check a ClusterAdmissionPolicy manifest and validate its settings with the module;
+    /// prints the spec as JSON.
+    VerifyManifest { manifest: PathBuf, module: String },
+    /// Push an annotated module to an OCI registry, like `kwctl push`.
+    Push {
+        module: String,
+        /// registry://HOST/REPO:TAG
+        destination: String,
+    },
+    /// Pull a module from an OCI registry, like `kwctl pull`.
+    Pull {
+        /// registry://HOST/REPO:TAG or registry://HOST/REPO@sha256:...
+        source: String,
+        #[arg(short = 'o', long = "output-path")]
+        output: PathBuf,
+    },
     /// Evaluate requests over and over on one instance: answers must match a fresh
     /// instance's, and guest memory must stop growing (the leak check).
     Soak {
@@ -182,6 +212,43 @@ fn run(cli: Cli) -> Result<()> {
             let metadata = metadata::prepare(&yaml, usage, protocol)?;
             let annotated = metadata::annotate(&wasm, &metadata)?;
             std::fs::write(&output, annotated)
+                .with_context(|| format!("cannot write {}", output.display()))?;
+        }
+        Command::ScaffoldArtifacthub {
+            metadata,
+            questions,
+            previous,
+        } => {
+            let metadata = metadata::Metadata::from_yaml(&read_text(&metadata)?)?;
+            let questions = questions.as_deref().map(read_text).transpose()?;
+            let previous = previous.filter(|p| p.exists());
+            let previous = previous.as_deref().map(read_text).transpose()?;
+            let now = std::process::Command::new("date")
+                .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .context("cannot read the date")?;
+            print!(
+                "{}",
+                artifacthub::scaffold(&metadata, questions.as_deref(), previous.as_deref(), &now)?
+            );
+        }
+        Command::VerifyManifest { manifest, module } => {
+            let policy = Policy::load(&read_module(&module)?)?;
+            let spec = deploy::verify(&read_text(&manifest)?, &policy).with_context(|| {
+                format!("{} is not a valid policy manifest", manifest.display())
+            })?;
+            println!("{}", serde_json::to_string(&spec)?);
+        }
+        Command::Push {
+            module,
+            destination,
+        } => {
+            println!("{}", registry::push(&read_module(&module)?, &destination)?);
+        }
+        Command::Pull { source, output } => {
+            let module = registry::pull(&source)?;
+            std::fs::write(&output, module)
                 .with_context(|| format!("cannot write {}", output.display()))?;
         }
         Command::Soak {
