@@ -45,26 +45,26 @@ setup_file() {
 @test "labels that are not a map are rejected with what was wrong" {
   evaluate malformed-labels-not-a-map.json
   assert_rejected
-  assert_message_contains 'metadata.labels to be a map of strings to strings'
+  assert_message_contains 'metadata.labels must be a map of strings to strings, not an array'
   assert_equal "$(jq -r .status.code <<<"$output")" 400
 }
 
 @test "a label value that is a number or null is rejected" {
   evaluate malformed-label-value-number.json
   assert_rejected
-  assert_message_contains 'metadata.labels "olm.operatorframework.io/owner-name" must have a string value'
+  assert_message_contains 'metadata.labels "olm.operatorframework.io/owner-name" must be a string, not a number'
   evaluate malformed-label-value-null.json
   assert_rejected
-  assert_message_contains 'must have a string value, not null'
+  assert_message_contains 'must be a string, not null'
 }
 
 @test "annotations or metadata of the wrong type are rejected" {
   evaluate malformed-annotations-string.json
   assert_rejected
-  assert_message_contains 'metadata.annotations to be a map of strings to strings'
+  assert_message_contains 'metadata.annotations must be a map of strings to strings, not a string'
   evaluate malformed-metadata-not-object.json
   assert_rejected
-  assert_message_contains 'invalid type: string "widget-config", expected a JSON object'
+  assert_message_contains 'metadata must be a JSON object, not a string'
 }
 
 @test "an unknown operation is rejected" {

@@ -2,91 +2,210 @@
 //!
 //! The host sends `{"request": AdmissionRequest, "settings": ...}`, and the objects in it can
 //! be megabytes (CRDs with large schemas, ConfigMaps with long values). Instead of building a
-//! `serde_json::Value` of the whole request, we deserialize into small views that keep the
-//! request's identity and the objects' `metadata.{name,namespace,labels,annotations}`, borrow
-//! strings from the payload where they hold no escapes, and let serde_json skip every other
-//! value. serde_json skips ignored values with an explicit stack, not recursion, so unrelated
-//! fields nested far deeper than its 128-level limit are skipped without risk to the stack.
+//! `serde_json::Value` of the whole request, we read small views that keep the request's
+//! identity and the objects' `metadata.{name,namespace,labels,annotations}`, borrow strings
+//! from the payload where they hold no escapes, and skip every other value with the
+//! validating reader of `json.rs` (which needs no recursion, however deep the skipped value).
 //!
 //! Anything that cannot be read is an error with a message saying what was wrong; the caller
-//! rejects the request (fail closed).
+//! rejects the request (fail closed). `null` and absent values both mean "none".
 
-use std::fmt;
-
-use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-
-use crate::json::{ObjectOnly, Str, optional_object};
+use crate::json::{Reader, Result, Str};
 use crate::settings::Settings;
 
 /// The validation payload a Kubewarden host sends to `validate`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct Payload<'a> {
-    #[serde(borrow, default, deserialize_with = "optional_object")]
     pub request: Option<Request<'a>>,
-    #[serde(default, deserialize_with = "optional_object")]
     pub settings: Option<Settings>,
 }
 
 /// The parts of an AdmissionRequest the rules look at.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default)]
 pub struct Request<'a> {
-    #[serde(borrow, default)]
     pub operation: Option<Str<'a>>,
-    #[serde(borrow, default, deserialize_with = "optional_object")]
     pub kind: Option<GroupVersionKind<'a>>,
-    #[serde(borrow, default)]
     pub name: Option<Str<'a>>,
-    #[serde(borrow, default)]
     pub namespace: Option<Str<'a>>,
-    #[serde(borrow, default)]
     pub sub_resource: Option<Str<'a>>,
-    #[serde(borrow, default, deserialize_with = "optional_object")]
     pub object: Option<Object<'a>>,
-    #[serde(borrow, default, deserialize_with = "optional_object")]
     pub old_object: Option<Object<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 pub struct GroupVersionKind<'a> {
-    #[serde(borrow, default)]
     pub group: Option<Str<'a>>,
-    #[serde(borrow, default)]
     pub kind: Option<Str<'a>>,
 }
 
 /// A Kubernetes object, of which only the metadata is read.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 pub struct Object<'a> {
-    #[serde(borrow, default, deserialize_with = "optional_object")]
     pub metadata: Option<Metadata<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 pub struct Metadata<'a> {
-    #[serde(borrow, default)]
     pub name: Option<Str<'a>>,
-    #[serde(borrow, default)]
     pub namespace: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub labels: Option<Labels<'a>>,
-    #[serde(borrow, default)]
-    pub annotations: Option<Annotations<'a>>,
+    pub labels: Option<StringMap<'a>>,
+    pub annotations: Option<StringMap<'a>>,
 }
 
-/// Parses a validation payload. Invalid UTF-8 is refused up front, so that serde_json also
-/// checks the strings it skips; `null` and absent values both mean "none".
-pub fn parse_payload(payload: &[u8]) -> Result<Payload<'_>, String> {
-    let text = std::str::from_utf8(payload).map_err(|e| {
-        format!(
-            "the validation payload is not valid UTF-8 (invalid byte at offset {})",
-            e.valid_up_to()
-        )
+/// Parses a validation payload; every string, skipped or read, must be valid UTF-8.
+pub fn parse_payload(payload: &[u8]) -> std::result::Result<Payload<'_>, String> {
+    let mut reader = Reader::new(payload);
+    let mut request = None;
+    let mut settings_json = None;
+    let read = reader
+        .object("the validation payload", |r, key| match &*key {
+            "request" => once(r, &mut request, "request", |r| nullable(r, read_request)),
+            "settings" => once(r, &mut settings_json, "settings", |r| r.raw_value()),
+            _ => r.skip_value(),
+        })
+        .and_then(|()| reader.end());
+    read.map_err(|e| format!("the admission request cannot be read: {e}"))?;
+    let settings = match settings_json {
+        Some(json) => {
+            Some(Settings::from_json(json.as_bytes()).map_err(|e| format!("the policy {e}"))?)
+        }
+        None => None,
+    };
+    Ok(Payload {
+        request: request.flatten(),
+        settings,
+    })
+}
+
+/// Reads a field's value into `slot`, refusing a second occurrence of the field: with
+/// duplicate keys, the last value must not win silently.
+fn once<'a, T>(
+    r: &mut Reader<'a>,
+    slot: &mut Option<T>,
+    field: &str,
+    read: impl FnOnce(&mut Reader<'a>) -> Result<T>,
+) -> Result<()> {
+    if slot.is_some() {
+        return Err(r.error(format!("duplicate field `{field}`")));
+    }
+    *slot = Some(read(r)?);
+    Ok(())
+}
+
+/// `null` is `None`; anything else is read by `read`.
+fn nullable<'a, T>(
+    r: &mut Reader<'a>,
+    read: impl FnOnce(&mut Reader<'a>) -> Result<T>,
+) -> Result<Option<T>> {
+    if r.null()? {
+        Ok(None)
+    } else {
+        read(r).map(Some)
+    }
+}
+
+fn string<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<Option<Str<'a>>> {
+    nullable(r, |r| r.string_value(|| what.to_string()))
+}
+
+fn read_request<'a>(r: &mut Reader<'a>) -> Result<Request<'a>> {
+    // `Option<Option<_>>`: the outer level records that the field was seen.
+    let (mut op, mut kind, mut name, mut ns, mut sub, mut obj, mut old) =
+        (None, None, None, None, None, None, None);
+    r.object("request", |r, key| match &*key {
+        "operation" => once(r, &mut op, "operation", |r| string(r, "request.operation")),
+        "kind" => once(r, &mut kind, "kind", |r| nullable(r, read_gvk)),
+        "name" => once(r, &mut name, "name", |r| string(r, "request.name")),
+        "namespace" => once(r, &mut ns, "namespace", |r| string(r, "request.namespace")),
+        "subResource" => once(r, &mut sub, "subResource", |r| {
+            string(r, "request.subResource")
+        }),
+        "object" => once(r, &mut obj, "object", |r| {
+            nullable(r, |r| read_object(r, "request.object"))
+        }),
+        "oldObject" => once(r, &mut old, "oldObject", |r| {
+            nullable(r, |r| read_object(r, "request.oldObject"))
+        }),
+        _ => r.skip_value(),
     })?;
-    serde_json::from_str(text)
-        .map(|ObjectOnly(payload)| payload)
-        .map_err(|e| format!("the admission request cannot be read: {e}"))
+    Ok(Request {
+        operation: op.flatten(),
+        kind: kind.flatten(),
+        name: name.flatten(),
+        namespace: ns.flatten(),
+        sub_resource: sub.flatten(),
+        object: obj.flatten(),
+        old_object: old.flatten(),
+    })
+}
+
+fn read_gvk<'a>(r: &mut Reader<'a>) -> Result<GroupVersionKind<'a>> {
+    let (mut group, mut kind) = (None, None);
+    r.object("request.kind", |r, key| match &*key {
+        "group" => once(r, &mut group, "group", |r| string(r, "request.kind.group")),
+        "kind" => once(r, &mut kind, "kind", |r| string(r, "request.kind.kind")),
+        _ => r.skip_value(),
+    })?;
+    Ok(GroupVersionKind {
+        group: group.flatten(),
+        kind: kind.flatten(),
+    })
+}
+
+fn read_object<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<Object<'a>> {
+    let mut metadata = None;
+    r.object(what, |r, key| match &*key {
+        "metadata" => once(r, &mut metadata, "metadata", |r| nullable(r, read_metadata)),
+        _ => r.skip_value(),
+    })?;
+    Ok(Object {
+        metadata: metadata.flatten(),
+    })
+}
+
+fn read_metadata<'a>(r: &mut Reader<'a>) -> Result<Metadata<'a>> {
+    let (mut name, mut ns, mut labels, mut annotations) = (None, None, None, None);
+    r.object("metadata", |r, key| match &*key {
+        "name" => once(r, &mut name, "name", |r| string(r, "metadata.name")),
+        "namespace" => once(r, &mut ns, "namespace", |r| string(r, "metadata.namespace")),
+        "labels" => once(r, &mut labels, "labels", |r| {
+            nullable(r, |r| read_string_map(r, "metadata.labels"))
+        }),
+        "annotations" => once(r, &mut annotations, "annotations", |r| {
+            nullable(r, |r| read_string_map(r, "metadata.annotations"))
+        }),
+        _ => r.skip_value(),
+    })?;
+    Ok(Metadata {
+        name: name.flatten(),
+        namespace: ns.flatten(),
+        labels: labels.flatten(),
+        annotations: annotations.flatten(),
+    })
+}
+
+/// A label or annotation map: every value a string, every key once.
+fn read_string_map<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<StringMap<'a>> {
+    if !matches!(r.peek(), Some(b'{') | None) {
+        let found = r.found();
+        return Err(r.error(format!(
+            "{what} must be a map of strings to strings, not {found}"
+        )));
+    }
+    let mut entries: Vec<(Str<'a>, Str<'a>)> = Vec::new();
+    r.object(what, |r, key| {
+        let value = r.string_value(|| format!("{what} {:?}", &*key))?;
+        entries.push((key, value));
+        Ok(())
+    })?;
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    if let Some(pair) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(r.error(format!(
+            "{what} has the key {:?} more than once",
+            &*pair[0].0
+        )));
+    }
+    Ok(StringMap(entries))
 }
 
 impl Request<'_> {
@@ -135,14 +254,14 @@ impl<'a> Object<'a> {
         self.metadata
             .as_ref()
             .and_then(|m| m.labels.as_ref())
-            .map_or(&EMPTY, |l| &l.0)
+            .unwrap_or(&EMPTY)
     }
 
     pub fn annotations(&self) -> &StringMap<'a> {
         self.metadata
             .as_ref()
             .and_then(|m| m.annotations.as_ref())
-            .map_or(&EMPTY, |a| &a.0)
+            .unwrap_or(&EMPTY)
     }
 }
 
@@ -167,63 +286,6 @@ impl StringMap<'_> {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-#[derive(Debug, Default)]
-pub struct Labels<'a>(pub StringMap<'a>);
-#[derive(Debug, Default)]
-pub struct Annotations<'a>(pub StringMap<'a>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Labels<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(StringMapVisitor("metadata.labels"))
-            .map(Labels)
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Annotations<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(StringMapVisitor("metadata.annotations"))
-            .map(Annotations)
-    }
-}
-
-struct StringMapVisitor(&'static str);
-
-impl<'de> Visitor<'de> for StringMapVisitor {
-    type Value = StringMap<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{} to be a map of strings to strings", self.0)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries: Vec<(Str<'de>, Str<'de>)> =
-            Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
-        while let Some(key) = map.next_key::<Str<'de>>()? {
-            let value = map.next_value::<Option<Str<'de>>>().map_err(|e| {
-                de::Error::custom(format_args!(
-                    "{} {:?} must have a string value: {e}",
-                    self.0, &*key
-                ))
-            })?;
-            let value = value.ok_or_else(|| {
-                de::Error::custom(format_args!(
-                    "{} {:?} must have a string value, not null",
-                    self.0, &*key
-                ))
-            })?;
-            entries.push((key, value));
-        }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        if let Some(pair) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(de::Error::custom(format_args!(
-                "{} has the key {:?} more than once",
-                self.0, &*pair[0].0
-            )));
-        }
-        Ok(StringMap(entries))
     }
 }
 

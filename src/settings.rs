@@ -4,9 +4,12 @@
 //! rather than ignored: a typo such as `ownerLabel` would otherwise silently leave
 //! the defaults in force and protect the wrong keys.
 
-use serde::Deserialize;
+use std::fmt;
+use std::marker::PhantomData;
 
-use crate::json::ObjectOnly;
+use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, MapAccess, Visitor};
 
 /// OLM v1 (operator-controller) stamps these labels on every object a
 /// `ClusterExtension` manages.
@@ -104,6 +107,27 @@ impl Settings {
 
     pub fn is_cluster_scoped_owner_kind(&self, kind: &str) -> bool {
         self.cluster_scoped_owner_kinds.iter().any(|k| k == kind)
+    }
+}
+
+/// Deserializes settings from a JSON object only. serde's derive also builds structs from
+/// arrays, field by field in order; settings given as an array are a mistake to report.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(ObjectVisitor(PhantomData))
+            .map(ObjectOnly)
     }
 }
 
