@@ -9,7 +9,7 @@ SAMPLE := e2e-tests/fixtures/crd-owner-change.json
 
 OCI_REF ?= registry://ghcr.io/single-owner-policy/policies/single-owner:v$(VERSION)
 
-.PHONY: all setup run host test e2e-tests lint fmt fmt-check check test-all clean publish FORCE
+.PHONY: all setup run host test e2e-tests lint fmt fmt-check check test-all clean publish bench fuzz-smoke FORCE
 
 all: annotated-policy.wasm
 
@@ -17,9 +17,14 @@ all: annotated-policy.wasm
 setup:
 	./scripts/setup.sh
 
+# Debian's binaryen 108 needs the post-MVP features Rust emits named explicitly.
+WASM_OPT_FLAGS := --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+	--enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types --enable-simd
+
 policy.wasm: FORCE
 	cargo build --target wasm32-wasip1 --release -p single-owner-policy
-	cp $(WASM_OUT) policy.wasm
+	cp $(WASM_OUT) target/policy.unopt.wasm
+	wasm-opt $(WASM_OPT_FLAGS) -Oz target/policy.unopt.wasm -o policy.wasm
 
 $(HOST): FORCE
 	cargo build --profile host -p policy-host
@@ -51,6 +56,20 @@ test:
 
 e2e-tests: annotated-policy.wasm
 	KWCTL=$(KWCTL) bats e2e-tests/
+
+# The comparison with the null and conventional modules; prints the table and the targets.
+bench: policy.wasm $(HOST)
+	cargo build --target wasm32-wasip1 --release -p null-module -p conventional-module
+	python3 scripts/make-requests.py bench/requests
+	python3 bench/run.py
+
+# Each fuzz target for 60 s (CI); `cargo +nightly fuzz run TARGET` for longer runs.
+FUZZ_TARGETS := validate_raw validate_structured validate_settings
+fuzz-smoke:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		cargo +nightly fuzz run $$t corpus/$$t -- -max_total_time=60 -max_len=65536 || exit 1; \
+	done
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -124,6 +124,7 @@ def cases():
     else:
         print(f"missing {PROMETHEUS}", file=sys.stderr)
         sys.exit(1)
+    yield "crd-synthetic-1mb", pair("CustomResourceDefinition", "apiextensions.k8s.io", sized_crd(550_000))
     yield "crd-synthetic-4mb", pair("CustomResourceDefinition", "apiextensions.k8s.io", sized_crd(2_200_000))
     yield "configmap-1mb", pair("ConfigMap", "", configmap(500_000), "widgets")
     yield "configmap-4mb", pair("ConfigMap", "", configmap(2_000_000), "widgets")

@@ -25,9 +25,13 @@ impl std::ops::Deref for Str<'_> {
     }
 }
 
-/// Why the input could not be read, and where.
+/// Why the input could not be read, and where. Boxed, so that the `Result`s of the hot
+/// paths stay one word wide.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<ErrorAt>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ErrorAt {
     message: String,
     line: usize,
     column: usize,
@@ -38,7 +42,7 @@ impl fmt::Display for Error {
         write!(
             f,
             "{} at line {} column {}",
-            self.message, self.line, self.column
+            self.0.message, self.0.line, self.0.column
         )
     }
 }
@@ -114,6 +118,8 @@ impl<'a> Reader<'a> {
     }
 
     /// An error at the current position.
+    #[cold]
+    #[inline(never)]
     pub fn error(&self, message: impl Into<String>) -> Error {
         let end = self.pos.min(self.input.len());
         let before = &self.bytes()[..end];
@@ -124,11 +130,11 @@ impl<'a> Reader<'a> {
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |i| i + 1)
             + 1;
-        Error {
+        Error(Box::new(ErrorAt {
             message: message.into(),
             line,
             column,
-        }
+        }))
     }
 
     fn eof(&self) -> Error {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
 use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::engine::Policy;
 
@@ -21,9 +22,32 @@ pub struct BenchReport {
     pub memory_bytes: usize,
 }
 
+/// What one evaluation does: the guest call alone, or, end to end, what policy-server does per
+/// request too (parse the request JSON into a tree, serialize the guest payload, call).
+pub enum Scope<'a> {
+    Guest,
+    EndToEnd {
+        request: &'a str,
+        settings: &'a Value,
+    },
+}
+
+fn evaluate(policy: &Policy, payload: &[u8], scope: &Scope) -> Result<()> {
+    match scope {
+        Scope::Guest => policy.call("validate", payload)?,
+        Scope::EndToEnd { request, settings } => {
+            let request: Value = serde_json::from_str(request)?;
+            let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+            policy.call("validate", &payload)?
+        }
+    };
+    Ok(())
+}
+
 pub fn bench(
     policy: &Policy,
     payload: &[u8],
+    scope: &Scope,
     warm_up: Duration,
     measurement: Duration,
     num_samples: usize,
@@ -34,7 +58,7 @@ pub fn bench(
     let start = Instant::now();
     let mut warm_iterations = 0u64;
     while start.elapsed() < warm_up || warm_iterations == 0 {
-        policy.call("validate", payload)?;
+        evaluate(policy, payload, scope)?;
         warm_iterations += 1;
     }
     let per_eval = start.elapsed().as_secs_f64() / warm_iterations as f64;
@@ -45,7 +69,7 @@ pub fn bench(
     for _ in 0..num_samples {
         let t = Instant::now();
         for _ in 0..batch {
-            policy.call("validate", payload)?;
+            evaluate(policy, payload, scope)?;
         }
         samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
     }

@@ -49,6 +49,10 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Also do the host's per-request work, as policy-server does: parse the request JSON
+        /// and serialize the guest payload on every evaluation.
+        #[arg(long)]
+        end_to_end: bool,
     },
     /// Store metadata in the module, like `kwctl annotate`.
     Annotate {
@@ -173,11 +177,23 @@ fn run(cli: Cli) -> Result<()> {
             measurement_time,
             num_samples,
             json,
+            end_to_end,
         } => {
-            let (policy, _, payload) = run.prepare()?;
+            let (policy, request, payload) = run.prepare()?;
+            let settings =
+                review::read_settings(run.settings_json.as_deref(), run.settings_path.as_deref())?;
+            let scope = if end_to_end {
+                bench::Scope::EndToEnd {
+                    request: request.raw.get(),
+                    settings: &settings,
+                }
+            } else {
+                bench::Scope::Guest
+            };
             let report = bench::bench(
                 &policy,
                 &payload,
+                &scope,
                 Duration::from_secs_f64(warm_up_time),
                 Duration::from_secs_f64(measurement_time),
                 num_samples,
