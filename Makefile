@@ -67,6 +67,7 @@ bench: policy.wasm $(HOST)
 FUZZ_TARGETS := validate_raw validate_structured validate_settings
 fuzz-smoke:
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
 		cargo +nightly fuzz run $$t corpus/$$t -- -max_total_time=60 -max_len=65536 || exit 1; \
 	done
@@ -81,8 +82,9 @@ fmt:
 fmt-check:
 	cargo fmt --all -- --check
 
-# Every test: formatting, lints, unit tests, and the e2e suite through the built module.
-test-all: setup fmt-check lint test e2e-tests
+# Every test: formatting, lints, unit and property tests, the e2e suites through the built
+# module (rules, hostile inputs, leak check, registry push/pull, metadata), and the fuzz smoke.
+test-all: setup fmt-check lint test e2e-tests fuzz-smoke
 
 clean:
 	cargo clean

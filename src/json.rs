@@ -3,9 +3,10 @@
 //! The policy needs a few dozen bytes of metadata out of requests that can be megabytes
 //! (CRD schemas, ConfigMap values). Building a tree costs allocations per value; even
 //! serde_json's skipping walks strings a few bytes at a time. This reader checks every byte
-//! of the input all the same (fail closed: truncated or malformed JSON is an error), but skips
-//! strings eight bytes at a time and nested values with an explicit stack, so unrelated fields
-//! nested thousands of levels deep cost no recursion.
+//! of the input all the same (fail closed: truncated or malformed JSON is an error, and it
+//! accepts exactly what serde_json accepts, which the fuzzer checks), but scans strings many
+//! bytes at a time and skips nested values with an explicit stack, so unrelated fields nested
+//! thousands of levels deep cost no recursion.
 //!
 //! UTF-8 is checked as strings are scanned (outside strings JSON is ASCII), so the input is
 //! read once. Built for wasm32 with SIMD (see `.cargo/config.toml`), strings are scanned
@@ -249,30 +250,27 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Reads the string that starts at the next byte (a `"`).
+    /// Reads the string that starts at the next byte (a `"`), borrowing it unless it holds
+    /// escapes.
     fn string(&mut self) -> Result<Str<'a>> {
-        self.pos += 1;
-        let start = self.pos;
-        loop {
-            self.skip_plain();
-            match self.bytes().get(self.pos) {
-                Some(b'"') => {
-                    let s = self.text(start, self.pos)?;
-                    self.pos += 1;
-                    return Ok(Str(Cow::Borrowed(s)));
-                }
-                Some(b'\\') => {
-                    let mut owned = String::from(self.text(start, self.pos)?);
-                    self.unescape_rest(&mut owned)?;
-                    return Ok(Str(Cow::Owned(owned)));
-                }
-                Some(0x80..) => self.multibyte()?,
-                Some(_) => {
-                    return Err(self.error("control character in a string (it must be escaped)"));
-                }
-                None => return Err(self.eof()),
-            }
+        let (start, end, escaped) = self.skip_string()?;
+        let raw = self.text(start, end)?;
+        if !escaped {
+            return Ok(Str(Cow::Borrowed(raw)));
         }
+        // The escapes were checked while skipping; decode them.
+        let mut out = String::with_capacity(raw.len());
+        let mut inner = Reader::new(raw.as_bytes());
+        while let Some(backslash) = raw.get(inner.pos..).and_then(|r| r.find('\\')) {
+            out.push_str(
+                raw.get(inner.pos..inner.pos + backslash)
+                    .unwrap_or_default(),
+            );
+            inner.pos += backslash + 1;
+            out.push(inner.escape()?);
+        }
+        out.push_str(raw.get(inner.pos..).unwrap_or_default());
+        Ok(Str(Cow::Owned(out)))
     }
 
     /// Advances over string bytes that need no attention: eight at a time, then one by one.
@@ -283,19 +281,19 @@ impl<'a> Reader<'a> {
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         {
             use core::arch::wasm32::{
-                u8x16_bitmask, u8x16_eq, u8x16_lt, u8x16_splat, v128_load, v128_or,
+                i8x16_lt, i8x16_splat, u8x16_bitmask, u8x16_eq, u8x16_splat, v128_load, v128_or,
             };
             let (quote, backslash, space) =
-                (u8x16_splat(b'"'), u8x16_splat(b'\\'), u8x16_splat(0x20));
+                (u8x16_splat(b'"'), u8x16_splat(b'\\'), i8x16_splat(0x20));
             while let Some((chunk, tail)) = rest.split_first_chunk::<16>() {
                 // SAFETY: `chunk` is 16 readable bytes, and v128_load needs no alignment.
                 let v = unsafe { v128_load(chunk.as_ptr().cast()) };
+                // As signed bytes, both control characters and non-ASCII bytes are below 0x20.
                 let special = v128_or(
                     v128_or(u8x16_eq(v, quote), u8x16_eq(v, backslash)),
-                    u8x16_lt(v, space),
+                    i8x16_lt(v, space),
                 );
-                // The sign bits of `v` itself flag bytes that are not ASCII.
-                let mask = u8x16_bitmask(special) | u8x16_bitmask(v);
+                let mask = u8x16_bitmask(special);
                 if mask != 0 {
                     self.pos = bytes.len() - rest.len() + mask.trailing_zeros() as usize;
                     return;
@@ -314,34 +312,6 @@ impl<'a> Reader<'a> {
             pos += 1;
         }
         self.pos = pos;
-    }
-
-    /// Decodes the rest of a string from an escape on, up to and past the closing quote.
-    fn unescape_rest(&mut self, out: &mut String) -> Result<()> {
-        loop {
-            let start = self.pos;
-            self.skip_plain();
-            while self.bytes().get(self.pos).is_some_and(|&b| b >= 0x80) {
-                self.multibyte()?;
-                self.skip_plain();
-            }
-            out.push_str(self.text(start, self.pos)?);
-            match self.bytes().get(self.pos) {
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some(b'\\') => {
-                    self.pos += 1;
-                    let c = self.escape()?;
-                    out.push(c);
-                }
-                Some(_) => {
-                    return Err(self.error("control character in a string (it must be escaped)"));
-                }
-                None => return Err(self.eof()),
-            }
-        }
     }
 
     /// Decodes one escape; the reader is just past the backslash.
@@ -401,19 +371,23 @@ impl<'a> Reader<'a> {
         Ok(value)
     }
 
-    /// Skips a string, checking its escapes; the reader is at the opening quote.
-    fn skip_string(&mut self) -> Result<()> {
+    /// Skips a string, checking its escapes and characters; the reader is at the opening
+    /// quote. Returns the span of the contents, and whether they hold escapes.
+    fn skip_string(&mut self) -> Result<(usize, usize, bool)> {
         self.pos += 1;
+        let start = self.pos;
+        let mut escaped = false;
         loop {
             self.skip_plain();
             match self.bytes().get(self.pos) {
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(());
+                    return Ok((start, self.pos - 1, escaped));
                 }
                 Some(b'\\') => {
                     self.pos += 1;
                     self.escape()?;
+                    escaped = true;
                 }
                 Some(0x80..) => self.multibyte()?,
                 Some(_) => {
@@ -482,7 +456,9 @@ impl<'a> Reader<'a> {
         loop {
             // A value.
             match self.peek() {
-                Some(b'"') => self.skip_string()?,
+                Some(b'"') => {
+                    self.skip_string()?;
+                }
                 Some(b'{') => {
                     self.pos += 1;
                     if self.peek() == Some(b'}') {
@@ -537,7 +513,9 @@ impl<'a> Reader<'a> {
     /// Skips an object key and its colon.
     fn key(&mut self) -> Result<()> {
         match self.peek() {
-            Some(b'"') => self.skip_string()?,
+            Some(b'"') => {
+                self.skip_string()?;
+            }
             Some(_) => return Err(self.error("expected a string key")),
             None => return Err(self.eof()),
         }
