@@ -9,15 +9,23 @@ setup_file() {
   python3 "$ROOT/e2e-tests/hostile/make-cases.py" "$BATS_FILE_TMPDIR/cases"
 }
 
-@test "the hostile-input table: each case gets its expected answer and message" {
+@test "the hostile-input table: each case gets its expected answer and message, in bounded memory" {
   local failures=0 count=0
   while IFS=$'\t' read -r name function expected fragment; do
     count=$((count + 1))
-    local answer
-    if ! answer="$("$POLICY_HOST" call "$function" -p "$BATS_FILE_TMPDIR/cases/$name.bin" "$POLICY" 2>&1)"; then
-      echo "FAIL $name: the guest trapped or erred: $answer" >&3
+    local answer payload="$BATS_FILE_TMPDIR/cases/$name.bin" log="$BATS_FILE_TMPDIR/stderr"
+    if ! answer="$("$POLICY_HOST" call "$function" -p "$payload" "$POLICY" 2>"$log")"; then
+      echo "FAIL $name: the guest trapped or erred: $(cat "$log")" >&3
       failures=$((failures + 1))
       continue
+    fi
+    # Bounded memory: the payload, its copy, and a little more; never a tree of the object.
+    local memory limit
+    memory="$(sed -n 's/^guest linear memory: \([0-9]*\) bytes$/\1/p' "$log")"
+    limit=$((2 * $(stat -c %s "$payload") + 2 * 1024 * 1024))
+    if [ -z "$memory" ] || [ "$memory" -gt "$limit" ]; then
+      echo "FAIL $name: guest memory ${memory:-unknown} bytes, more than $limit" >&3
+      failures=$((failures + 1))
     fi
     local got message
     case "$function" in

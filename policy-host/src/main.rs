@@ -295,6 +295,7 @@ fn run(cli: Cli) -> Result<()> {
                 .call(&operation, &payload)
                 .context("the guest trapped or returned an error")?;
             println!("{}", String::from_utf8_lossy(&answer));
+            eprintln!("guest linear memory: {} bytes", policy.memory_bytes());
         }
         Command::Inspect { module } => {
             let wasm = read_module(&module)?;
