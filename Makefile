@@ -69,6 +69,7 @@ fuzz-smoke:
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		mkdir -p corpus/$$t && \
 		cargo +nightly fuzz run $$t corpus/$$t -- -max_total_time=60 -max_len=65536 || exit 1; \
 	done
 

@@ -32,7 +32,8 @@ def bench(module, request, args, end_to_end=False):
          "--measurement-time", str(args.measurement), "--num-samples", str(args.samples), str(module)],
         capture_output=True, text=True)
     if run.returncode != 0:
-        print(f"note: {module.name} fails on {request.name}: {run.stderr.strip()[:200]}")
+        print(f"note: {module.name} fails on {request.name}{' end to end' if end_to_end else ''}: "
+              f"{run.stderr.strip()[:120]}")
         return None
     return json.loads(run.stdout)
 
@@ -55,7 +56,10 @@ def main():
             for name in ("policy", "null"):
                 r[f"{name}-e2e"] = bench(MODULES[name], path, args, end_to_end=True)
             results[(case, outcome)] = r
-            e2e = r["policy-e2e"]["median_ns"] / r["null-e2e"]["median_ns"]
+            # policy-server (like the end-to-end host here) parses requests with serde_json's
+            # 128-level limit, so the deeply nested CRD never reaches a guest there.
+            e2e = (f'{r["policy-e2e"]["median_ns"] / r["null-e2e"]["median_ns"]:.2f}x'
+                   if r["policy-e2e"] and r["null-e2e"] else "host refuses (nesting)")
             p, n = (r[k]["median_ns"] / 1000 for k in ("policy", "null"))
             size = r["policy"]["payload_bytes"]
             assert r["policy"]["accepted"] == (outcome == "accept"), f"{case}-{outcome}: wrong decision"
@@ -66,7 +70,7 @@ def main():
                 c = r["conventional"]["median_ns"] / 1000
                 conv, ratio = f"{c:,.1f}", f"{c / p:.2f}x"
             rows.append(f"| {case} | {outcome} | {size / 1e6:.3f} | {p:,.1f} | {n:,.1f} | {conv} "
-                        f"| {p / n:.2f}x | {ratio} | {e2e:.2f}x | {r['policy']['memory_bytes'] / 2**20:.1f} |")
+                        f"| {p / n:.2f}x | {ratio} | {e2e} | {r['policy']['memory_bytes'] / 2**20:.1f} |")
 
     print(f"Machine: {platform.machine()}, {platform.processor() or 'unknown CPU'}, "
           f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; "
@@ -103,6 +107,8 @@ def main():
         checks.append((f"{case}: guest memory {r['memory_bytes']} <= 2 x request + 2 MiB = {limit}",
                        limit / r["memory_bytes"], 1))
     for (case, outcome), r in results.items():
+        if not (r["policy-e2e"] and r["null-e2e"]):
+            continue
         e2e = r["policy-e2e"]["median_ns"] / r["null-e2e"]["median_ns"]
         checks.append((f"{case} {outcome}: end to end policy/null {e2e:.2f} <= 1.1", 1.1 / e2e, 1))
     for name, value, bar in checks:
