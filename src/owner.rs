@@ -94,13 +94,14 @@ pub fn evaluate(request: &Request, settings: &Settings) -> Verdict {
         }
     }
     let subject = Subject(request);
-    let new = Owner::of(settings, request.object.as_ref());
     if let Err(message) = check_scope(request, settings, &subject) {
         return reject(message);
     }
     if operation == "CREATE" {
         return Verdict::accept();
     }
+    // The owners are only compared on UPDATE.
+    let new = Owner::of(settings, request.object.as_ref());
     let old = Owner::of(settings, request.old_object.as_ref());
     let keys = OwnerKeys(settings);
     match transition(&old, &new) {

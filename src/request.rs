@@ -280,10 +280,6 @@ impl StringMap<'_> {
             .map(|i| &*self.0[i].1)
     }
 
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
