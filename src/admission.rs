@@ -1,46 +1,128 @@
 //! One validation payload in, one answer out: parse, check the settings, apply the rules.
 //!
-//! Plain Rust, no waPC: `lib.rs` only serializes what these functions return. Every input
-//! gets an answer; what cannot be read is rejected (fail closed), never an `Err` or a panic,
-//! which policy-server would turn into a 500 for every write the policy sees.
+//! Plain Rust, no waPC: `lib.rs` only hands over the bytes. Every input gets an answer; what
+//! cannot be read is rejected (fail closed), never an `Err` or a panic, which policy-server
+//! would turn into a 500 for every write the policy sees.
+//!
+//! Two things are done once, not per call: the settings, which arrive with every call but
+//! are the same for a policy instance, are parsed and validated once per distinct value;
+//! and the answer of a quiet acceptance, the most common one, is a constant.
+
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
-use crate::owner::{self, Verdict};
-use crate::request::parse_payload;
+use crate::json::same_bytes;
+use crate::owner::{Rules, Verdict};
+use crate::request::{Payload, read_payload};
 use crate::settings::Settings;
 
 /// HTTP status for a request the policy cannot read.
 const BAD_REQUEST: u16 = 400;
 
-/// Answers the `validate` call.
-pub fn validate(payload: &[u8]) -> ValidationResponse {
-    let payload = match parse_payload(payload) {
-        Ok(payload) => payload,
-        Err(message) => return rejection(message, Some(BAD_REQUEST)),
-    };
-    let Some(request) = payload.request else {
-        return rejection(
+/// The answer of a quiet acceptance, as the SDK serializes it (a test checks this).
+pub const QUIET_ACCEPT: &[u8] = br#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
+
+/// The outcome of one `validate` call, before serialization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Accept { warnings: Vec<String> },
+    Reject { message: String, code: Option<u16> },
+}
+
+/// Judges a validation payload.
+pub fn judge(payload: &[u8]) -> Answer {
+    // Read in place: moving the views costs a `memory.copy` call each in WebAssembly.
+    let mut parsed = Payload::default();
+    if let Err(message) = read_payload(payload, &mut parsed) {
+        return bad_request(message);
+    }
+    if parsed.request.is_none() {
+        return bad_request(
             "the validation payload has no admission request (\"request\" is missing or null)"
                 .into(),
-            Some(BAD_REQUEST),
         );
-    };
-    let settings = payload.settings.unwrap_or_default();
-    if let Err(e) = settings.validate() {
-        return rejection(format!("the policy settings are not valid: {e}"), None);
     }
-    match owner::evaluate(&request, &settings) {
-        Verdict::Accept { warnings } => ValidationResponse {
-            accepted: true,
-            message: None,
+    let rules = cached_rules(parsed.settings.unwrap_or(b"null"));
+    let rules = match rules.as_ref() {
+        Ok(rules) => rules,
+        Err(rejection) => return rejection.clone(),
+    };
+    match rules.evaluate(&parsed) {
+        Verdict::Accept { warnings } => Answer::Accept { warnings },
+        Verdict::Reject { message } => Answer::Reject {
+            message,
             code: None,
-            mutated_object: None,
-            audit_annotations: None,
-            warnings: (!warnings.is_empty()).then_some(warnings),
         },
-        Verdict::Reject { message } => rejection(message, None),
+        Verdict::Unreadable { message } => bad_request(message),
+    }
+}
+
+/// Answers the `validate` call with the JSON the host reads: the SDK's `ValidationResponse`,
+/// written here rather than through its `Serialize` (which would bring serde_json's number
+/// formatting into the module for a field this policy never sets).
+pub fn answer(payload: &[u8]) -> Vec<u8> {
+    let (accepted, message, code, warnings) = match judge(payload) {
+        Answer::Accept { warnings } if warnings.is_empty() => return QUIET_ACCEPT.to_vec(),
+        Answer::Accept { warnings } => (true, None, None, Some(warnings)),
+        Answer::Reject { message, code } => (false, Some(message), code, None),
+    };
+    let mut out = Vec::with_capacity(160 + message.as_ref().map_or(0, String::len));
+    out.extend_from_slice(if accepted {
+        br#"{"accepted":true,"message":"#
+    } else {
+        br#"{"accepted":false,"message":"#
+    });
+    json_string_or_null(&mut out, message.as_deref());
+    out.extend_from_slice(br#","code":"#);
+    match code {
+        Some(code) => out.extend_from_slice(code.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(br#","mutated_object":null,"audit_annotations":null,"warnings":"#);
+    match warnings {
+        None => out.extend_from_slice(b"null"),
+        Some(warnings) => {
+            for (i, warning) in warnings.iter().enumerate() {
+                out.push(if i == 0 { b'[' } else { b',' });
+                json_string_or_null(&mut out, Some(warning));
+            }
+            out.extend_from_slice(if warnings.is_empty() { b"[]" } else { b"]" });
+        }
+    }
+    out.push(b'}');
+    out
+}
+
+/// A JSON string, or `null`.
+fn json_string_or_null(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => crate::json::write_string(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// Answers the `validate` call as the SDK's response.
+pub fn validate(payload: &[u8]) -> ValidationResponse {
+    response(judge(payload))
+}
+
+fn response(answer: Answer) -> ValidationResponse {
+    let (accepted, message, code, warnings) = match answer {
+        Answer::Accept { warnings } => {
+            (true, None, None, (!warnings.is_empty()).then_some(warnings))
+        }
+        Answer::Reject { message, code } => (false, Some(message), code, None),
+    };
+    ValidationResponse {
+        accepted,
+        message,
+        code,
+        mutated_object: None,
+        audit_annotations: None,
+        warnings,
     }
 }
 
@@ -58,13 +140,83 @@ pub fn validate_settings(payload: &[u8]) -> SettingsValidationResponse {
     }
 }
 
-fn rejection(message: String, code: Option<u16>) -> ValidationResponse {
-    ValidationResponse {
-        accepted: false,
-        message: Some(message),
-        code,
-        mutated_object: None,
-        audit_annotations: None,
-        warnings: None,
+/// The rules for the settings, or the rejection every request gets when they are not valid.
+type Checked = Rc<Result<Rules, Answer>>;
+
+thread_local! {
+    /// The last settings seen, by their bytes. A policy instance always gets the same ones.
+    static SETTINGS: RefCell<Option<(Vec<u8>, Checked)>> = const { RefCell::new(None) };
+}
+
+fn cached_rules(json: &[u8]) -> Checked {
+    SETTINGS.with_borrow_mut(|cache| match cache {
+        Some((bytes, checked)) if same_bytes(bytes, json) => checked.clone(),
+        _ => {
+            let checked = Rc::new(check_settings(json));
+            *cache = Some((json.to_vec(), checked.clone()));
+            checked
+        }
+    })
+}
+
+fn check_settings(json: &[u8]) -> Result<Rules, Answer> {
+    let settings = Settings::from_json(json).map_err(|e| bad_request(format!("the policy {e}")))?;
+    settings.validate().map_err(|e| Answer::Reject {
+        message: format!("the policy settings are not valid: {e}"),
+        code: None,
+    })?;
+    Ok(Rules::new(settings))
+}
+
+fn bad_request(message: String) -> Answer {
+    Answer::Reject {
+        message,
+        code: Some(BAD_REQUEST),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quiet_accept_constant_is_what_the_sdk_writes() {
+        let sdk = serde_json::to_vec(&response(Answer::Accept {
+            warnings: Vec::new(),
+        }))
+        .unwrap();
+        assert_eq!(QUIET_ACCEPT, sdk.as_slice());
+    }
+
+    #[test]
+    fn answers_are_what_the_sdk_writes() {
+        let cases = [
+            br#"{"request":{"operation":"PATCH"}}"#.to_vec(),
+            b"not json".to_vec(),
+            br#"{"request":{"operation":"UPDATE","name":"q\"x","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":"b"}}},"oldObject":{"metadata":{}}}}"#.to_vec(),
+            br#"{"request":{"operation":"UPDATE","object":{"metadata":{}},"oldObject":{"metadata":{}}}}"#.to_vec(),
+        ];
+        for payload in cases {
+            let ours: serde_json::Value = serde_json::from_slice(&answer(&payload)).unwrap();
+            let sdk = serde_json::to_value(validate(&payload)).unwrap();
+            assert_eq!(ours, sdk);
+        }
+    }
+
+    #[test]
+    fn settings_are_parsed_once_per_value() {
+        let a = cached_rules(br#"{"allowAdoption":false}"#);
+        let b = cached_rules(br#"{"allowAdoption":false}"#);
+        assert!(Rc::ptr_eq(&a, &b));
+        let c = cached_rules(b"{}");
+        assert!(!Rc::ptr_eq(&a, &c));
+        assert_eq!(
+            c.as_ref().as_ref().ok().map(|r| &r.settings),
+            Some(&Settings::default())
+        );
+        let bad = cached_rules(br#"{"ownerLabels":[]}"#);
+        assert!(
+            matches!(bad.as_ref(), Err(Answer::Reject { message, .. }) if message.contains("no owner keys"))
+        );
     }
 }

@@ -20,7 +20,7 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&admission::validate(payload))?)
+    Ok(admission::answer(payload))
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

@@ -1,20 +1,33 @@
-//! The owner rules: who owns an object, the same-owner invariant, and the scope rules.
+//! The owner rules: who owns an object, the same-owner invariant with its two refinements
+//! (revision fencing within one owner, and a handover the current owner authorizes), and
+//! the scope rules.
 //!
 //! An object's owner is the tuple of the values of the configured owner keys (labels, then
 //! annotations). Admission is where "one object, one owner" can be enforced without a race:
 //! the API server re-runs validation against the exact stored `oldObject` on every write
-//! attempt, so two reconcilers can never both take the same object.
+//! attempt, so two reconcilers can never both take the same object, and a stale replica of
+//! the same owner can never write over a newer revision.
 
 use std::fmt;
 
-use crate::request::{Object, Request};
+use crate::json::Str;
+use crate::request::{Object, Payload, Request};
 use crate::settings::Settings;
 
 /// The answer to one admission request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    Accept { warnings: Vec<String> },
-    Reject { message: String },
+    Accept {
+        warnings: Vec<String>,
+    },
+    Reject {
+        message: String,
+    },
+    /// The request cannot be read (a value the rules need is malformed, or an object the
+    /// operation must carry is missing): rejected as a bad request.
+    Unreadable {
+        message: String,
+    },
 }
 
 impl Verdict {
@@ -23,64 +36,212 @@ impl Verdict {
             warnings: Vec::new(),
         }
     }
-}
 
-/// The values of the owner keys on one object, in settings order; `None` where a key is absent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner<'a> {
-    values: Vec<Option<&'a str>>,
-}
-
-impl<'a> Owner<'a> {
-    pub fn of(settings: &Settings, object: Option<&'a Object<'a>>) -> Owner<'a> {
-        let mut values = Vec::with_capacity(settings.owner_key_count());
-        match object {
-            Some(o) => {
-                let (labels, annotations) = (o.labels(), o.annotations());
-                values.extend(settings.owner_labels.iter().map(|k| labels.get(k)));
-                values.extend(
-                    settings
-                        .owner_annotations
-                        .iter()
-                        .map(|k| annotations.get(k)),
-                );
-            }
-            None => values.resize(settings.owner_key_count(), None),
+    fn warn(warning: String) -> Verdict {
+        Verdict::Accept {
+            warnings: vec![warning],
         }
-        Owner { values }
+    }
+}
+
+/// The values of the owner keys on one object, in settings order (labels, then
+/// annotations); `None` where a key is absent.
+#[derive(Debug, Clone)]
+pub enum Owner<'m> {
+    /// As read off an object.
+    Read(&'m [Option<Str<'m>>]),
+    /// As named by a handover annotation.
+    Named(Vec<Option<&'m str>>),
+}
+
+impl Owner<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Owner::Read(values) => values.len(),
+            Owner::Named(values) => values.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&str> {
+        match self {
+            Owner::Read(values) => values.get(i)?.as_deref(),
+            Owner::Named(values) => *values.get(i)?,
+        }
+    }
+
+    fn values(&self) -> impl Iterator<Item = Option<&str>> {
+        (0..self.len()).map(|i| self.get(i))
     }
 
     /// An object has an owner when at least one owner key is present (even with "").
     pub fn is_some(&self) -> bool {
-        self.values.iter().any(Option::is_some)
+        self.values().any(|v| v.is_some())
     }
 }
 
-/// What an UPDATE does to the owner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transition {
-    Unowned,
-    Kept,
-    Adopted,
-    Orphaned,
-    Changed,
-}
-
-/// The same-owner invariant: an owner may appear or disappear, never change, not even in
-/// part. Two owners are the same only when every key is absent on both sides or present
-/// on both with the same value.
-pub fn transition(old: &Owner, new: &Owner) -> Transition {
-    match (old.is_some(), new.is_some()) {
-        (false, false) => Transition::Unowned,
-        (false, true) => Transition::Adopted,
-        (true, false) => Transition::Orphaned,
-        (true, true) if old == new => Transition::Kept,
-        (true, true) => Transition::Changed,
+impl PartialEq for Owner<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.values().eq(other.values())
     }
 }
 
-/// Judges one CREATE or UPDATE (other operations are accepted).
-pub fn evaluate(request: &Request, settings: &Settings) -> Verdict {
+impl Eq for Owner<'_> {}
+
+/// What the rules read off one object, with the keys the settings name: the owner keys'
+/// values (labels, then annotations), then `ownerKindLabel`, `ownerNamespaceLabel`,
+/// `revisionAnnotation` and `handoverAnnotation`. Only these strings are decoded, in one
+/// pass over the labels and one over the annotations.
+#[derive(Debug, Default)]
+pub struct Marks<'a> {
+    values: Vec<Option<Str<'a>>>,
+}
+
+/// Where the four extra keys are, after the owner keys.
+const KIND: usize = 0;
+const NAMESPACE: usize = 1;
+const REVISION: usize = 2;
+const SUCCESSOR: usize = 3;
+
+/// The settings, with the keys the rules read worked out: a policy instance gets the same
+/// settings with every request, so this is built once (see `admission`).
+#[derive(Debug)]
+pub struct Rules {
+    pub settings: Settings,
+    /// Each label key the rules read, and the slot of `Marks` its value goes to.
+    label_keys: Vec<(String, usize)>,
+    /// Each annotation key the rules read, and its slot.
+    annotation_keys: Vec<(String, usize)>,
+}
+
+impl Rules {
+    pub fn new(settings: Settings) -> Rules {
+        let (labels, owners) = (settings.owner_labels.len(), settings.owner_key_count());
+        let keys = |owned: &[String], first: usize, extra: [(&String, usize); 2]| {
+            (owned.iter().cloned().zip(first..))
+                .chain(extra.map(|(k, i)| (k.clone(), owners + i)))
+                .filter(|(k, _)| !k.is_empty())
+                .collect()
+        };
+        Rules {
+            label_keys: keys(
+                &settings.owner_labels,
+                0,
+                [
+                    (&settings.owner_kind_label, KIND),
+                    (&settings.owner_namespace_label, NAMESPACE),
+                ],
+            ),
+            annotation_keys: keys(
+                &settings.owner_annotations,
+                labels,
+                [
+                    (&settings.revision_annotation, REVISION),
+                    (&settings.handover_annotation, SUCCESSOR),
+                ],
+            ),
+            settings,
+        }
+    }
+
+    /// Judges one admission request.
+    pub fn evaluate(&self, payload: &Payload) -> Verdict {
+        match &payload.request {
+            Some(request) => evaluate(request, payload, self),
+            None => Verdict::Unreadable {
+                message: "the validation payload has no admission request (\"request\" is \
+                          missing or null)"
+                    .into(),
+            },
+        }
+    }
+}
+
+impl<'a> Marks<'a> {
+    /// Reads the marks of `object`; an error when one of them is not a readable string.
+    pub fn read(
+        object: &Object,
+        payload: &Payload<'a>,
+        rules: &Rules,
+    ) -> Result<Marks<'a>, String> {
+        let slots = rules.settings.owner_key_count() + 4;
+        let mut values = Vec::with_capacity(slots);
+        values.resize(slots, None);
+        if let Some(map) = object.labels() {
+            map.find(payload, &rules.label_keys, &mut values)?;
+        }
+        if let Some(map) = object.annotations() {
+            map.find(payload, &rules.annotation_keys, &mut values)?;
+        }
+        Ok(Marks { values })
+    }
+
+    fn owner(&self) -> Owner<'_> {
+        let owners = self.values.len().saturating_sub(4);
+        Owner::Read(self.values.get(..owners).unwrap_or_default())
+    }
+
+    fn extra(&self, which: usize) -> Option<&str> {
+        let owners = self.values.len().saturating_sub(4);
+        self.values.get(owners + which)?.as_deref()
+    }
+
+    fn kind(&self) -> Option<&str> {
+        self.extra(KIND)
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.extra(NAMESPACE)
+    }
+
+    fn revision(&self) -> Option<&str> {
+        self.extra(REVISION)
+    }
+
+    fn successor(&self) -> Option<&str> {
+        self.extra(SUCCESSOR)
+    }
+}
+
+/// A revision: a canonical non-negative decimal integer that fits in 64 bits ("0", "17";
+/// not "+1", "01", "1.0", " 3" or ""), as boxcutter writes it with `strconv.FormatInt`.
+pub fn parse_revision(value: &str) -> Option<u64> {
+    let canonical = match value.as_bytes() {
+        [] => false,
+        [b'0'] => true,
+        [first, ..] => *first != b'0' && value.bytes().all(|b| b.is_ascii_digit()),
+    };
+    canonical.then(|| value.parse().ok()).flatten()
+}
+
+/// The owner a handover annotation names, in label-selector form: `key=value` pairs of the
+/// owner keys, comma-separated, each key at most once, no spaces; keys not listed are absent
+/// on the successor, and `key=` is present and empty.
+pub fn parse_successor<'s>(value: &'s str, settings: &Settings) -> Result<Owner<'s>, String> {
+    let keys: Vec<&String> = settings.owner_keys().collect();
+    let mut values = vec![None; keys.len()];
+    if value.is_empty() {
+        return Err("it is empty".into());
+    }
+    if let Some(c) = value.chars().find(|c| c.is_whitespace()) {
+        return Err(format!("it contains whitespace ({c:?})"));
+    }
+    for pair in value.split(',') {
+        let Some((key, v)) = pair.split_once('=') else {
+            return Err(format!("{pair:?} is not a key=value pair"));
+        };
+        let Some(i) = keys.iter().position(|k| *k == key) else {
+            return Err(format!("{key:?} is not one of the owner keys"));
+        };
+        if values[i].replace(v).is_some() {
+            return Err(format!("{key:?} is named twice"));
+        }
+    }
+    Ok(Owner::Named(values))
+}
+
+/// Judges one admission request: CREATE and UPDATE by the rules, DELETE and CONNECT accepted.
+fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
+    let settings = &rules.settings;
     let operation = request.operation();
     match operation {
         "CREATE" | "UPDATE" => {}
@@ -93,65 +254,219 @@ pub fn evaluate(request: &Request, settings: &Settings) -> Verdict {
             ));
         }
     }
+    let (new, old) = match (operation, &request.object, &request.old_object) {
+        (_, None, _) => return unreadable(operation, "request.object"),
+        ("UPDATE", _, None) => return unreadable(operation, "request.oldObject"),
+        (_, Some(new), old) => (new, old.as_ref()),
+    };
+    let read = |o| Marks::read(o, payload, rules);
+    let (new, old) = match (read(new), old.map(read).transpose()) {
+        (Ok(new), Ok(old)) => (new, old),
+        (Err(message), _) | (_, Err(message)) => return Verdict::Unreadable { message },
+    };
     let subject = Subject(request);
-    if let Err(message) = check_scope(request, settings, &subject) {
+    let checked = check_scope(request, settings, &subject, &new)
+        .and_then(|()| check_stamps(settings, &subject, &new));
+    if let Err(message) = checked {
         return reject(message);
     }
-    if operation == "CREATE" {
-        return Verdict::accept();
+    match old {
+        None => Verdict::accept(),
+        Some(old) => judge_update(settings, &subject, &old, &new),
     }
-    // The owners are only compared on UPDATE.
-    let new = Owner::of(settings, request.object.as_ref());
-    let old = Owner::of(settings, request.old_object.as_ref());
+}
+
+/// What the rules compare of one side of an UPDATE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp<'a> {
+    pub owner: Owner<'a>,
+    /// The revision, when fencing is on and the object carries a valid one.
+    pub revision: Option<u64>,
+    /// The successor the object names, when handover is on and it names one other than its
+    /// own owner.
+    pub successor: Option<Owner<'a>>,
+}
+
+impl<'a> Stamp<'a> {
+    fn of(marks: &'a Marks, settings: &Settings) -> Stamp<'a> {
+        let owner = marks.owner();
+        let successor = (marks.successor())
+            .and_then(|s| parse_successor(s, settings).ok())
+            .filter(|s| *s != owner);
+        Stamp {
+            owner,
+            revision: marks.revision().and_then(parse_revision),
+            successor,
+        }
+    }
+}
+
+/// What an UPDATE does to the owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transition {
+    Unowned,
+    Kept,
+    Adopted,
+    Orphaned,
+    /// The owner is kept, but the revision goes down: a stale writer.
+    RolledBack {
+        stored: u64,
+        written: u64,
+    },
+    /// The owner is kept, but the revision annotation is dropped.
+    RevisionDropped {
+        stored: u64,
+    },
+    /// The owner changes to the successor the stored object names.
+    HandedOver,
+    /// The owner changes, but the stored object names another successor.
+    NotTheSuccessor,
+    Changed,
+}
+
+/// The same-owner invariant: an owner may appear or disappear, never change, not even in
+/// part, unless the stored object names the new owner as its successor. Within one owner
+/// the revision never goes down, and once stamped it stays. Two owners are the same only
+/// when every key is absent on both sides or present on both with the same value.
+pub fn transition(old: &Stamp, new: &Stamp) -> Transition {
+    match (old.owner.is_some(), new.owner.is_some()) {
+        (false, false) => Transition::Unowned,
+        (false, true) => Transition::Adopted,
+        (true, false) => Transition::Orphaned,
+        (true, true) if old.owner == new.owner => match (old.revision, new.revision) {
+            (Some(stored), Some(written)) if written < stored => {
+                Transition::RolledBack { stored, written }
+            }
+            (Some(stored), None) => Transition::RevisionDropped { stored },
+            _ => Transition::Kept,
+        },
+        (true, true) => match &old.successor {
+            Some(successor) if *successor == new.owner => Transition::HandedOver,
+            Some(_) => Transition::NotTheSuccessor,
+            None => Transition::Changed,
+        },
+    }
+}
+
+/// Judges an UPDATE by its transition, with the messages that say what to do.
+fn judge_update(settings: &Settings, subject: &Subject, old: &Marks, new: &Marks) -> Verdict {
+    let (old, new) = (Stamp::of(old, settings), Stamp::of(new, settings));
     let keys = OwnerKeys(settings);
+    let revision = settings.revision_annotation.as_str();
     match transition(&old, &new) {
         Transition::Unowned | Transition::Kept => Verdict::accept(),
-        Transition::Changed => reject(format!(
-            "{subject} is owned by {current}, and this UPDATE would change its owner to \
-             {requested}. An object has a single owner: the current owner must first release \
-             it by removing its owner keys ({keys}), then the new owner can adopt it.",
-            current = Pairs::differing(settings, &old, &new),
-            requested = Pairs::differing(settings, &new, &old),
+        Transition::Changed => {
+            let current = Pairs::differing(settings, &old.owner, &new.owner);
+            let requested = Pairs::differing(settings, &new.owner, &old.owner);
+            reject(format!(
+                "{subject} is owned by {current}, and this UPDATE would change its owner to \
+                 {requested}. An object has a single owner: the current owner must first \
+                 release it by removing its owner keys ({keys}), then the new owner can \
+                 adopt it.{route}",
+                route = HandoverRoute(settings, &new.owner),
+            ))
+        }
+        Transition::NotTheSuccessor => {
+            let successor = old.successor.as_ref().map(|s| Pairs::all(settings, s));
+            reject(format!(
+                "{subject} is owned by {current}, which handed it over to {successor} \
+                 ({handover} on the stored object), not to {requested}: only the successor \
+                 the current owner named can take it in one write.",
+                current = Pairs::all(settings, &old.owner),
+                successor = successor.map_or(String::new(), |s| s.to_string()),
+                handover = settings.handover_annotation,
+                requested = Pairs::all(settings, &new.owner),
+            ))
+        }
+        Transition::HandedOver => Verdict::warn(format!(
+            "{subject} handed over from owner {} to owner {}, the successor its owner named \
+             in {}",
+            Pairs::all(settings, &old.owner),
+            Pairs::all(settings, &new.owner),
+            settings.handover_annotation,
+        )),
+        Transition::RolledBack { stored, written } => reject(format!(
+            "{subject} is owned by {owner} at revision {stored} ({revision}), and this UPDATE \
+             would write revision {written}: a stale writer (an older revision or replica of \
+             the same owner) cannot roll the object back. To roll back deliberately, write \
+             the older content as a new revision above {stored}.",
+            owner = Pairs::all(settings, &old.owner),
+        )),
+        Transition::RevisionDropped { stored } => reject(format!(
+            "{subject} is owned by {owner} at revision {stored} ({revision}), and this UPDATE \
+             keeps the owner but drops the {revision} annotation: a writer that does not \
+             stamp revisions is a stale one. Stamp a revision of at least {stored}; to \
+             release the object, remove the owner keys ({keys}) as well.",
+            owner = Pairs::all(settings, &old.owner),
         )),
         Transition::Adopted if !settings.allow_adoption => reject(format!(
             "{subject} has no owner, and this UPDATE would give it the owner {owner}, but \
              adoption is disabled (allowAdoption: false): an object's owner must create it.",
-            owner = Pairs::all(settings, &new),
+            owner = Pairs::all(settings, &new.owner),
         )),
         Transition::Orphaned if !settings.allow_orphaning => reject(format!(
             "{subject} is owned by {owner}, and this UPDATE would remove its owner keys, but \
              orphaning is disabled (allowOrphaning: false): keep the owner keys ({keys}), or \
              delete the object.",
-            owner = Pairs::all(settings, &old),
+            owner = Pairs::all(settings, &old.owner),
         )),
-        Transition::Adopted => Verdict::Accept {
-            warnings: vec![format!(
-                "{subject} adopted by owner {}",
-                Pairs::all(settings, &new)
-            )],
-        },
-        Transition::Orphaned => Verdict::Accept {
-            warnings: vec![format!(
-                "{subject} orphaned: it no longer has owner {}",
-                Pairs::all(settings, &old)
-            )],
-        },
+        Transition::Adopted => Verdict::warn(format!(
+            "{subject} adopted by owner {}",
+            Pairs::all(settings, &new.owner)
+        )),
+        Transition::Orphaned => Verdict::warn(format!(
+            "{subject} orphaned: it no longer has owner {}",
+            Pairs::all(settings, &old.owner)
+        )),
     }
+}
+
+/// The revision and handover annotations of the new object (CREATE and UPDATE), where
+/// present, must be readable: a malformed fencing token or successor is refused, not ignored.
+fn check_stamps(settings: &Settings, subject: &Subject, new: &Marks) -> Result<(), String> {
+    if let Some(value) = new.revision()
+        && parse_revision(value).is_none()
+    {
+        return Err(format!(
+            "{subject} carries the annotation {}={value:?}, which is not a revision: \
+             expected a non-negative decimal integer that fits in 64 bits, without sign, \
+             spaces or leading zeros (e.g. \"17\").",
+            settings.revision_annotation
+        ));
+    }
+    if let Some(value) = new.successor()
+        && let Err(why) = parse_successor(value, settings)
+    {
+        return Err(format!(
+            "{subject} carries the annotation {}={value:?}, which does not name a \
+             successor: {why}. Expected comma-separated key=value pairs of the owner keys \
+             ({keys}), each at most once and without spaces, e.g. {example}.",
+            settings.handover_annotation,
+            keys = settings
+                .owner_keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            example = SelectorExample(settings),
+        ));
+    }
+    Ok(())
 }
 
 /// The scope rules, on the new object: a cluster-scoped object may be owned only by a
 /// cluster-scoped owner kind, and (optionally) a namespaced owner only owns objects in its
 /// own namespace. An empty `ownerKindLabel` turns both off.
-fn check_scope(request: &Request, settings: &Settings, subject: &Subject) -> Result<(), String> {
+fn check_scope(
+    request: &Request,
+    settings: &Settings,
+    subject: &Subject,
+    new: &Marks,
+) -> Result<(), String> {
     let kind_label = settings.owner_kind_label.as_str();
-    let Some(object) = request.object.as_ref() else {
-        return Ok(());
-    };
     if kind_label.is_empty() {
         return Ok(());
     }
-    let labels = object.labels();
-    let owner_kind = labels.get(kind_label);
+    let owner_kind = new.kind();
     let allowed = AllowedKinds(settings);
     if request.is_cluster_scoped() {
         return match owner_kind {
@@ -168,7 +483,7 @@ fn check_scope(request: &Request, settings: &Settings, subject: &Subject) -> Res
     if ns_label.is_empty() || owner_kind.is_some_and(|k| settings.is_cluster_scoped_owner_kind(k)) {
         return Ok(());
     }
-    match labels.get(ns_label) {
+    match new.namespace() {
         Some(owner_ns) if owner_ns != request.namespace() => Err(format!(
             "{subject} is owned by a namespaced owner ({kind_label}={kind}) in namespace \
              {owner_ns:?} ({ns_label}={owner_ns}): a namespaced owner may own only objects in \
@@ -182,6 +497,15 @@ fn check_scope(request: &Request, settings: &Settings, subject: &Subject) -> Res
 
 fn reject(message: String) -> Verdict {
     Verdict::Reject { message }
+}
+
+fn unreadable(operation: &str, field: &str) -> Verdict {
+    Verdict::Unreadable {
+        message: format!(
+            "the admission request cannot be read: {field} is missing or null, but every \
+             {operation} request carries it"
+        ),
+    }
 }
 
 /// Names the object as kubectl would: kind, name, namespace, subresource.
@@ -234,15 +558,15 @@ impl<'s, 'o, 'a> Pairs<'s, 'o, 'a> {
 
 impl fmt::Display for Pairs<'_, '_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        let keys = self
-            .settings
-            .owner_labels
-            .iter()
-            .chain(&self.settings.owner_annotations);
         let mut first = true;
-        for (i, (key, value)) in keys.zip(&self.owner.values).enumerate() {
+        for (i, (key, value)) in self
+            .settings
+            .owner_keys()
+            .zip(self.owner.values())
+            .enumerate()
+        {
             let shown = match self.other {
-                Some(other) => other.values.get(i) != Some(value),
+                Some(other) => other.get(i) != value,
                 None => value.is_some(),
             };
             if !shown {
@@ -256,6 +580,65 @@ impl fmt::Display for Pairs<'_, '_, '_> {
             }
         }
         f.write_str(if first { "[]" } else { "]" })
+    }
+}
+
+/// The handover route, in one sentence, when handover is on: the annotation the current
+/// owner would set to name `successor`.
+struct HandoverRoute<'s, 'o, 'a>(&'s Settings, &'o Owner<'a>);
+
+impl fmt::Display for HandoverRoute<'_, '_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let (settings, successor) = (self.0, self.1);
+        if settings.handover_annotation.is_empty() {
+            return Ok(());
+        }
+        write!(
+            f,
+            " Or, in one write, the current owner hands it over by setting the annotation {}={}, \
+             and then the new owner can take it.",
+            settings.handover_annotation,
+            Selector(settings, successor)
+        )
+    }
+}
+
+/// An owner in the handover annotation's form: `key=value,key=value`.
+struct Selector<'s, 'o, 'a>(&'s Settings, &'o Owner<'a>);
+
+impl fmt::Display for Selector<'_, '_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let present = self.0.owner_keys().zip(self.1.values());
+        for (i, (key, value)) in present.filter_map(|(k, v)| Some((k, v?))).enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{key}={value}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An example handover value for the settings' owner keys.
+struct SelectorExample<'s>(&'s Settings);
+
+impl fmt::Display for SelectorExample<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        for (i, key) in self.0.owner_keys().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            let value = if *key == self.0.owner_kind_label {
+                self.0
+                    .cluster_scoped_owner_kinds
+                    .first()
+                    .map_or("Kind", String::as_str)
+            } else {
+                "new-owner"
+            };
+            write!(f, "{key}={value}")?;
+        }
+        Ok(())
     }
 }
 
@@ -284,5 +667,65 @@ impl fmt::Display for AllowedKinds<'_> {
             [] => f.write_str("no owner kind is allowed on cluster-scoped objects"),
             kinds => write!(f, "allowed: {}", kinds.join(", ")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("0", Some(0))]
+    #[case("17", Some(17))]
+    #[case("18446744073709551615", Some(u64::MAX))]
+    #[case("18446744073709551616", None)]
+    #[case("+1", None)]
+    #[case("-1", None)]
+    #[case("01", None)]
+    #[case("00", None)]
+    #[case("1.0", None)]
+    #[case(" 3", None)]
+    #[case("3 ", None)]
+    #[case("", None)]
+    #[case("1e3", None)]
+    #[case("٣", None)]
+    fn revisions_are_canonical_decimals(#[case] value: &str, #[case] expected: Option<u64>) {
+        assert_eq!(parse_revision(value), expected);
+    }
+
+    fn olm() -> Settings {
+        Settings::default()
+    }
+
+    #[rstest]
+    #[case("olm.operatorframework.io/owner-kind=ClusterExtension,olm.operatorframework.io/owner-name=ext-b", &[Some("ClusterExtension"), Some("ext-b")])]
+    #[case("olm.operatorframework.io/owner-name=ext-b", &[None, Some("ext-b")])]
+    #[case("olm.operatorframework.io/owner-name=", &[None, Some("")])]
+    #[case("olm.operatorframework.io/owner-name=a=b", &[None, Some("a=b")])]
+    fn successors_parse(#[case] value: &str, #[case] expected: &[Option<&str>]) {
+        let successor = parse_successor(value, &olm()).unwrap();
+        assert_eq!(successor.values().collect::<Vec<_>>(), expected);
+    }
+
+    #[rstest]
+    #[case("", "it is empty")]
+    #[case(
+        "olm.operatorframework.io/owner-name=a, olm.operatorframework.io/owner-kind=b",
+        "whitespace"
+    )]
+    #[case("olm.operatorframework.io/owner-name", "is not a key=value pair")]
+    #[case(
+        "olm.operatorframework.io/owner-name=a,",
+        "\"\" is not a key=value pair"
+    )]
+    #[case("app=x", "\"app\" is not one of the owner keys")]
+    #[case(
+        "olm.operatorframework.io/owner-name=a,olm.operatorframework.io/owner-name=b",
+        "named twice"
+    )]
+    fn malformed_successors_say_why(#[case] value: &str, #[case] why: &str) {
+        let e = parse_successor(value, &olm()).unwrap_err();
+        assert!(e.contains(why), "{e:?} lacks {why:?}");
     }
 }

@@ -4,20 +4,33 @@
 //! be megabytes (CRDs with large schemas, ConfigMaps with long values). Instead of building a
 //! `serde_json::Value` of the whole request, we read small views that keep the request's
 //! identity and the objects' `metadata.{name,namespace,labels,annotations}`, borrow strings
-//! from the payload where they hold no escapes, and skip every other value with the
-//! validating reader of `json.rs` (which needs no recursion, however deep the skipped value).
+//! from the payload where they hold no escapes, and skip every other value by its structure
+//! (`json`), without recursion. Label and annotation values are only located while reading;
+//! the few the settings name are decoded and checked when the rules ask for them.
 //!
 //! Anything that cannot be read is an error with a message saying what was wrong; the caller
 //! rejects the request (fail closed). `null` and absent values both mean "none".
 
-use crate::json::{Reader, Result, Str};
-use crate::settings::Settings;
+use crate::json::{Key, Reader, Result, Str, same_bytes};
 
 /// The validation payload a Kubewarden host sends to `validate`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Payload<'a> {
     pub request: Option<Request<'a>>,
-    pub settings: Option<Settings>,
+    /// The settings as sent (JSON); `admission` parses them, once per distinct value.
+    pub settings: Option<&'a [u8]>,
+    /// The entries of every label and annotation map, located as they were read; each
+    /// `StringMap` is a range of them.
+    pub entries: Vec<Entry<'a>>,
+    /// The payload's bytes, to read those entries from.
+    pub input: &'a [u8],
+}
+
+/// One entry of a label or annotation map: its key, and where its (string) value starts.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    pub key: Key<'a>,
+    pub value_at: usize,
 }
 
 /// The parts of an AdmissionRequest the rules look at.
@@ -48,164 +61,227 @@ pub struct Object<'a> {
 pub struct Metadata<'a> {
     pub name: Option<Str<'a>>,
     pub namespace: Option<Str<'a>>,
-    pub labels: Option<StringMap<'a>>,
-    pub annotations: Option<StringMap<'a>>,
+    pub labels: Option<StringMap>,
+    pub annotations: Option<StringMap>,
 }
 
-/// Parses a validation payload; every string, skipped or read, must be valid UTF-8.
+/// Parses a validation payload.
 pub fn parse_payload(payload: &[u8]) -> std::result::Result<Payload<'_>, String> {
+    let mut out = Payload::default();
+    read_payload(payload, &mut out).map(|()| out)
+}
+
+/// Parses a validation payload into `out`, in place (see `read_nullable`).
+pub fn read_payload<'a>(
+    payload: &'a [u8],
+    out: &mut Payload<'a>,
+) -> std::result::Result<(), String> {
+    out.input = payload;
     let mut reader = Reader::new(payload);
-    let mut request = None;
-    let mut settings_json = None;
+    let mut seen = Seen::default();
     let read = reader
-        .object("the validation payload", |r, key| match &*key {
-            "request" => once(r, &mut request, "request", |r| nullable(r, read_request)),
-            "settings" => once(r, &mut settings_json, "settings", |r| r.raw_value()),
+        .object("the validation payload", |r, key| match key {
+            b"request" => {
+                seen.once(r, 0, "request")?;
+                read_nullable(r, &mut out.request, |r, q| {
+                    read_request(r, q, &mut out.entries)
+                })
+            }
+            b"settings" => {
+                seen.once(r, 1, "settings")?;
+                out.settings = Some(r.raw_value()?);
+                Ok(())
+            }
             _ => r.skip_value(),
         })
         .and_then(|()| reader.end());
-    read.map_err(|e| format!("the admission request cannot be read: {e}"))?;
-    let settings = match settings_json {
-        Some(json) => {
-            Some(Settings::from_json(json.as_bytes()).map_err(|e| format!("the policy {e}"))?)
-        }
-        None => None,
-    };
-    Ok(Payload {
-        request: request.flatten(),
-        settings,
-    })
+    read.map_err(|e| format!("the admission request cannot be read: {e}"))
 }
 
-/// Reads a field's value into `slot`, refusing a second occurrence of the field: with
+/// The fields of one object seen so far, to refuse a second occurrence of a field: with
 /// duplicate keys, the last value must not win silently.
-fn once<'a, T>(
+/// The fields of one object read so far, one bit each (the `n`th field read of an object
+/// is bit `n`; an object has at most eight).
+#[derive(Default)]
+struct Seen(u8);
+
+impl Seen {
+    #[inline(always)]
+    fn once(&mut self, r: &Reader, n: u8, field: &str) -> Result<()> {
+        let bit = 1 << n;
+        if self.0 & bit != 0 {
+            return Err(r.error(format!("duplicate field `{field}`")));
+        }
+        self.0 |= bit;
+        Ok(())
+    }
+}
+
+/// Reads a value that may be `null` into `slot`, in place: the views are filled where they
+/// live rather than returned and moved (moves of large values cost a `memory.copy` each in
+/// WebAssembly).
+fn read_nullable<'a, T: Default>(
     r: &mut Reader<'a>,
     slot: &mut Option<T>,
-    field: &str,
-    read: impl FnOnce(&mut Reader<'a>) -> Result<T>,
+    read: impl FnOnce(&mut Reader<'a>, &mut T) -> Result<()>,
 ) -> Result<()> {
-    if slot.is_some() {
-        return Err(r.error(format!("duplicate field `{field}`")));
+    if r.null()? {
+        *slot = None;
+        Ok(())
+    } else {
+        read(r, slot.insert(T::default()))
     }
-    *slot = Some(read(r)?);
+}
+
+fn string<'a>(r: &mut Reader<'a>, slot: &mut Option<Str<'a>>, what: &'static str) -> Result<()> {
+    *slot = if r.null()? {
+        None
+    } else {
+        Some(r.string_value(|| what.to_string())?)
+    };
     Ok(())
 }
 
-/// `null` is `None`; anything else is read by `read`.
-fn nullable<'a, T>(
+fn read_request<'a>(
     r: &mut Reader<'a>,
-    read: impl FnOnce(&mut Reader<'a>) -> Result<T>,
-) -> Result<Option<T>> {
-    if r.null()? {
-        Ok(None)
-    } else {
-        read(r).map(Some)
-    }
-}
-
-fn string<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<Option<Str<'a>>> {
-    nullable(r, |r| r.string_value(|| what.to_string()))
-}
-
-fn read_request<'a>(r: &mut Reader<'a>) -> Result<Request<'a>> {
-    // `Option<Option<_>>`: the outer level records that the field was seen.
-    let (mut op, mut kind, mut name, mut ns, mut sub, mut obj, mut old) =
-        (None, None, None, None, None, None, None);
-    r.object("request", |r, key| match &*key {
-        "operation" => once(r, &mut op, "operation", |r| string(r, "request.operation")),
-        "kind" => once(r, &mut kind, "kind", |r| nullable(r, read_gvk)),
-        "name" => once(r, &mut name, "name", |r| string(r, "request.name")),
-        "namespace" => once(r, &mut ns, "namespace", |r| string(r, "request.namespace")),
-        "subResource" => once(r, &mut sub, "subResource", |r| {
-            string(r, "request.subResource")
-        }),
-        "object" => once(r, &mut obj, "object", |r| {
-            nullable(r, |r| read_object(r, "request.object"))
-        }),
-        "oldObject" => once(r, &mut old, "oldObject", |r| {
-            nullable(r, |r| read_object(r, "request.oldObject"))
-        }),
+    out: &mut Request<'a>,
+    entries: &mut Vec<Entry<'a>>,
+) -> Result<()> {
+    let mut seen = Seen::default();
+    r.object("request", |r, key| match key {
+        b"operation" => {
+            seen.once(r, 0, "operation")?;
+            string(r, &mut out.operation, "request.operation")
+        }
+        b"kind" => {
+            seen.once(r, 1, "kind")?;
+            read_nullable(r, &mut out.kind, read_gvk)
+        }
+        b"name" => {
+            seen.once(r, 2, "name")?;
+            string(r, &mut out.name, "request.name")
+        }
+        b"namespace" => {
+            seen.once(r, 3, "namespace")?;
+            string(r, &mut out.namespace, "request.namespace")
+        }
+        b"subResource" => {
+            seen.once(r, 4, "subResource")?;
+            string(r, &mut out.sub_resource, "request.subResource")
+        }
+        b"object" => {
+            seen.once(r, 5, "object")?;
+            read_nullable(r, &mut out.object, |r, o| {
+                read_object(r, o, entries, "request.object")
+            })
+        }
+        b"oldObject" => {
+            seen.once(r, 6, "oldObject")?;
+            read_nullable(r, &mut out.old_object, |r, o| {
+                read_object(r, o, entries, "request.oldObject")
+            })
+        }
         _ => r.skip_value(),
-    })?;
-    Ok(Request {
-        operation: op.flatten(),
-        kind: kind.flatten(),
-        name: name.flatten(),
-        namespace: ns.flatten(),
-        sub_resource: sub.flatten(),
-        object: obj.flatten(),
-        old_object: old.flatten(),
     })
 }
 
-fn read_gvk<'a>(r: &mut Reader<'a>) -> Result<GroupVersionKind<'a>> {
-    let (mut group, mut kind) = (None, None);
-    r.object("request.kind", |r, key| match &*key {
-        "group" => once(r, &mut group, "group", |r| string(r, "request.kind.group")),
-        "kind" => once(r, &mut kind, "kind", |r| string(r, "request.kind.kind")),
+fn read_gvk<'a>(r: &mut Reader<'a>, out: &mut GroupVersionKind<'a>) -> Result<()> {
+    let mut seen = Seen::default();
+    r.object("request.kind", |r, key| match key {
+        b"group" => {
+            seen.once(r, 0, "group")?;
+            string(r, &mut out.group, "request.kind.group")
+        }
+        b"kind" => {
+            seen.once(r, 1, "kind")?;
+            string(r, &mut out.kind, "request.kind.kind")
+        }
         _ => r.skip_value(),
-    })?;
-    Ok(GroupVersionKind {
-        group: group.flatten(),
-        kind: kind.flatten(),
     })
 }
 
-fn read_object<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<Object<'a>> {
-    let mut metadata = None;
-    r.object(what, |r, key| match &*key {
-        "metadata" => once(r, &mut metadata, "metadata", |r| nullable(r, read_metadata)),
+fn read_object<'a>(
+    r: &mut Reader<'a>,
+    out: &mut Object<'a>,
+    entries: &mut Vec<Entry<'a>>,
+    what: &'static str,
+) -> Result<()> {
+    let mut seen = Seen::default();
+    r.object(what, |r, key| match key {
+        b"metadata" => {
+            seen.once(r, 0, "metadata")?;
+            read_nullable(r, &mut out.metadata, |r, m| read_metadata(r, m, entries))
+        }
         _ => r.skip_value(),
-    })?;
-    Ok(Object {
-        metadata: metadata.flatten(),
     })
 }
 
-fn read_metadata<'a>(r: &mut Reader<'a>) -> Result<Metadata<'a>> {
-    let (mut name, mut ns, mut labels, mut annotations) = (None, None, None, None);
-    r.object("metadata", |r, key| match &*key {
-        "name" => once(r, &mut name, "name", |r| string(r, "metadata.name")),
-        "namespace" => once(r, &mut ns, "namespace", |r| string(r, "metadata.namespace")),
-        "labels" => once(r, &mut labels, "labels", |r| {
-            nullable(r, |r| read_string_map(r, "metadata.labels"))
-        }),
-        "annotations" => once(r, &mut annotations, "annotations", |r| {
-            nullable(r, |r| read_string_map(r, "metadata.annotations"))
-        }),
+fn read_metadata<'a>(
+    r: &mut Reader<'a>,
+    out: &mut Metadata<'a>,
+    entries: &mut Vec<Entry<'a>>,
+) -> Result<()> {
+    let mut seen = Seen::default();
+    r.object("metadata", |r, key| match key {
+        b"name" => {
+            seen.once(r, 0, "name")?;
+            string(r, &mut out.name, "metadata.name")
+        }
+        b"namespace" => {
+            seen.once(r, 1, "namespace")?;
+            string(r, &mut out.namespace, "metadata.namespace")
+        }
+        b"labels" => {
+            seen.once(r, 2, "labels")?;
+            read_nullable(r, &mut out.labels, |r, m| {
+                read_string_map(r, m, entries, "metadata.labels")
+            })
+        }
+        b"annotations" => {
+            seen.once(r, 3, "annotations")?;
+            read_nullable(r, &mut out.annotations, |r, m| {
+                read_string_map(r, m, entries, "metadata.annotations")
+            })
+        }
         _ => r.skip_value(),
-    })?;
-    Ok(Metadata {
-        name: name.flatten(),
-        namespace: ns.flatten(),
-        labels: labels.flatten(),
-        annotations: annotations.flatten(),
     })
 }
 
-/// A label or annotation map: every value a string, every key once.
-fn read_string_map<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<StringMap<'a>> {
-    if !matches!(r.peek(), Some(b'{') | None) {
+/// A label or annotation map: every value a string. The entries are only located here;
+/// `StringMap::find` reads the ones the rules need.
+fn read_string_map<'a>(
+    r: &mut Reader<'a>,
+    out: &mut StringMap,
+    entries: &mut Vec<Entry<'a>>,
+    what: &'static str,
+) -> Result<()> {
+    if r.peek() != Some(b'{') {
         let found = r.found();
         return Err(r.error(format!(
             "{what} must be a map of strings to strings, not {found}"
         )));
     }
-    let mut entries: Vec<(Str<'a>, Str<'a>)> = Vec::new();
-    r.object(what, |r, key| {
-        let value = r.string_value(|| format!("{what} {:?}", &*key))?;
-        entries.push((key, value));
-        Ok(())
+    let first = entries.len();
+    r.entries(what, |r, key| {
+        if r.peek() != Some(b'"') {
+            if r.peek().is_none() {
+                return Err(r.error("unexpected end of input (truncated JSON)"));
+            }
+            let found = r.found();
+            let key = String::from_utf8_lossy(key.raw);
+            return Err(r.error(format!("{what} {key:?} must be a string, not {found}")));
+        }
+        entries.push(Entry {
+            key,
+            value_at: r.position(),
+        });
+        r.skip_string_span().map(drop)
     })?;
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    if let Some(pair) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(r.error(format!(
-            "{what} has the key {:?} more than once",
-            &*pair[0].0
-        )));
-    }
-    Ok(StringMap(entries))
+    *out = StringMap {
+        what,
+        entries: first..entries.len(),
+    };
+    Ok(())
 }
 
 impl Request<'_> {
@@ -249,45 +325,92 @@ impl Request<'_> {
     }
 }
 
-impl<'a> Object<'a> {
-    pub fn labels(&self) -> &StringMap<'a> {
-        self.metadata
-            .as_ref()
-            .and_then(|m| m.labels.as_ref())
-            .unwrap_or(&EMPTY)
+impl Object<'_> {
+    pub fn labels(&self) -> Option<&StringMap> {
+        self.metadata.as_ref()?.labels.as_ref()
     }
 
-    pub fn annotations(&self) -> &StringMap<'a> {
-        self.metadata
-            .as_ref()
-            .and_then(|m| m.annotations.as_ref())
-            .unwrap_or(&EMPTY)
+    pub fn annotations(&self) -> Option<&StringMap> {
+        self.metadata.as_ref()?.annotations.as_ref()
     }
 }
 
-static EMPTY: StringMap<'static> = StringMap(Vec::new());
+/// A label or annotation map: a range of the payload's `entries`.
+#[derive(Debug, Clone, Default)]
+pub struct StringMap {
+    what: &'static str,
+    entries: std::ops::Range<usize>,
+}
 
-/// A label or annotation map, sorted by key for lookups. Every value must be a string and
-/// every key unique: a duplicate owner key must not let the last value win silently.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct StringMap<'a>(Vec<(Str<'a>, Str<'a>)>);
-
-impl StringMap<'_> {
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .binary_search_by(|(k, _)| (**k).cmp(key))
-            .ok()
-            .map(|i| &*self.0[i].1)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+impl StringMap {
+    /// Reads the values of `keys` from the map: for each `(key, i)`, `values[i]` gets the
+    /// value of `key`, its escapes decoded and its characters checked. A key the rules read must be there once: with a duplicate, the
+    /// last value must not win silently.
+    pub fn find<'a>(
+        &self,
+        payload: &Payload<'a>,
+        keys: &[(String, usize)],
+        values: &mut [Option<Str<'a>>],
+    ) -> std::result::Result<(), String> {
+        let what = self.what;
+        let reader = Reader::new(payload.input);
+        let read = |entry: &Entry<'a>| -> Result<()> {
+            let decoded;
+            let name = if entry.key.escaped {
+                decoded = reader.string_at(entry.key.at)?;
+                decoded.as_bytes()
+            } else {
+                entry.key.raw
+            };
+            // A key may fill more than one slot (the owner kind label is often an owner
+            // label too); its value is read once.
+            let mut value = None;
+            for (wanted, i) in keys {
+                if !same_bytes(name, wanted.as_bytes()) {
+                    continue;
+                }
+                let Some(slot) = values.get_mut(*i) else {
+                    continue;
+                };
+                if slot.is_some() {
+                    return Err(
+                        reader.error(format!("{what} has the key {wanted:?} more than once"))
+                    );
+                }
+                if value.is_none() {
+                    let read = reader.string_at(entry.value_at);
+                    value = Some(read.map_err(|e| e.context(format_args!("{what} {wanted:?}")))?);
+                }
+                *slot = value.clone();
+            }
+            Ok(())
+        };
+        let entries = payload
+            .entries
+            .get(self.entries.clone())
+            .unwrap_or_default();
+        entries
+            .iter()
+            .try_for_each(read)
+            .map_err(|e| format!("the admission request cannot be read: {e}"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A label of the request's new object.
+    fn label<'a>(p: &Payload<'a>, key: &str) -> std::result::Result<Option<Str<'a>>, String> {
+        let object = p.request.as_ref().and_then(|r| r.object.as_ref()).unwrap();
+        let mut values = [None];
+        match object.labels() {
+            Some(m) => m.find(p, &[(key.to_string(), 0)], &mut values)?,
+            None => return Ok(None),
+        }
+        let [value] = values;
+        Ok(value)
+    }
 
     #[test]
     fn reads_only_what_it_needs_and_borrows() {
@@ -297,21 +420,28 @@ mod tests {
             {"b":"2","a":"1"},"managedFields":[{"x":[[[{"y":1.5e3}]]]}]},"data":{"k":"v\n"}},
             "oldObject":null,"dryRun":false}}"#;
         let p = parse_payload(payload).unwrap();
-        let r = p.request.unwrap();
+        let r = p.request.as_ref().unwrap();
         assert_eq!(r.operation(), "UPDATE");
         assert_eq!(r.kind(), "ConfigMap");
         assert!(!r.is_cluster_scoped());
+        assert_eq!(label(&p, "a").unwrap().as_deref(), Some("1"));
+        assert_eq!(label(&p, "b").unwrap().as_deref(), Some("2"));
+        assert_eq!(label(&p, "c").unwrap(), None);
         let object = r.object.as_ref().unwrap();
-        assert_eq!(object.labels().get("a"), Some("1"));
-        assert_eq!(object.labels().get("b"), Some("2"));
-        assert_eq!(object.labels().get("c"), None);
+        let mut both = [None, None, None];
+        let keys = [("b".to_string(), 0), ("a".to_string(), 2)];
+        object.labels().unwrap().find(&p, &keys, &mut both).unwrap();
+        assert_eq!(
+            both.map(|v| v.map(|s| s.to_string())),
+            [Some("2".into()), None, Some("1".into())]
+        );
         assert!(matches!(
-            object.labels().0[0].1.0,
+            label(&p, "a").unwrap().unwrap().0,
             std::borrow::Cow::Borrowed(_)
         ));
-        assert!(object.annotations().is_empty());
+        assert!(object.annotations().is_none());
         assert!(r.old_object.is_none());
-        assert_eq!(p.settings, Some(Settings::default()));
+        assert_eq!(p.settings, Some(&b"{}"[..]));
     }
 
     #[test]
@@ -319,8 +449,29 @@ mod tests {
         let p =
             parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"k\u0041":"v\"1"}}}}}"#)
                 .unwrap();
-        let r = p.request.unwrap();
-        assert_eq!(r.object.unwrap().labels().get("kA"), Some("v\"1"));
+        assert_eq!(label(&p, "kA").unwrap().as_deref(), Some("v\"1"));
+    }
+
+    #[test]
+    fn a_value_is_checked_when_it_is_read() {
+        let p = parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"a":"\ud800","b":"ok","c":"x","c":"y"}}}}}"#)
+            .unwrap();
+        assert_eq!(label(&p, "b").unwrap().as_deref(), Some("ok"));
+        let e = label(&p, "a").unwrap_err();
+        assert!(
+            e.contains(r#"metadata.labels "a": invalid \u escape: a lone high surrogate"#),
+            "{e}"
+        );
+        let e = label(&p, "c").unwrap_err();
+        assert!(
+            e.contains(r#"metadata.labels has the key "c" more than once"#),
+            "{e}"
+        );
+        assert!(
+            parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"d":7}}}}}"#)
+                .unwrap_err()
+                .contains(r#"metadata.labels "d" must be a string, not a number"#)
+        );
     }
 
     #[test]
@@ -339,10 +490,7 @@ mod tests {
             r#"{{"request":{{"object":{{"spec":{deep},"metadata":{{"labels":{{"a":"b"}}}}}}}}}}"#
         );
         let p = parse_payload(payload.as_bytes()).unwrap();
-        assert_eq!(
-            p.request.unwrap().object.unwrap().labels().get("a"),
-            Some("b")
-        );
+        assert_eq!(label(&p, "a").unwrap().as_deref(), Some("b"));
     }
 
     #[test]

@@ -15,6 +15,9 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 /// `ClusterExtension` manages.
 pub const OLM_OWNER_KIND_LABEL: &str = "olm.operatorframework.io/owner-kind";
 pub const OLM_OWNER_NAME_LABEL: &str = "olm.operatorframework.io/owner-name";
+/// OLM v1's boxcutter applier stamps this annotation with the revision number of the
+/// ClusterExtension revision that wrote the object (a decimal that only grows).
+pub const OLM_REVISION_ANNOTATION: &str = "olm.operatorframework.io/revision";
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -33,6 +36,12 @@ pub struct Settings {
     pub allow_adoption: bool,
     /// Whether an owned object may lose its owner on UPDATE.
     pub allow_orphaning: bool,
+    /// Annotation holding the owner's revision, a fencing token: within one owner, an
+    /// UPDATE may not lower it. Empty turns revision fencing off.
+    pub revision_annotation: String,
+    /// Annotation through which the current owner names its successor, so that the
+    /// successor can take the object in one write. Empty (the default) turns handover off.
+    pub handover_annotation: String,
 }
 
 impl Default for Settings {
@@ -45,6 +54,8 @@ impl Default for Settings {
             owner_namespace_label: String::new(),
             allow_adoption: true,
             allow_orphaning: true,
+            revision_annotation: OLM_REVISION_ANNOTATION.into(),
+            handover_annotation: String::new(),
         }
     }
 }
@@ -70,6 +81,33 @@ impl Settings {
         }
         check_key_list("ownerLabels", &self.owner_labels)?;
         check_key_list("ownerAnnotations", &self.owner_annotations)?;
+        if let Some((i, key)) =
+            (self.owner_annotations.iter().enumerate()).find(|(_, k)| self.owner_labels.contains(k))
+        {
+            return Err(format!(
+                "ownerAnnotations[{i}] {key:?} is also listed in ownerLabels: an owner key is \
+                 either a label or an annotation, list it once"
+            ));
+        }
+        self.check_annotation_setting(
+            "revisionAnnotation",
+            &self.revision_annotation,
+            "the revision changes with every rollout, so it cannot be part of the owner",
+        )?;
+        self.check_annotation_setting(
+            "handoverAnnotation",
+            &self.handover_annotation,
+            "the successor it names cannot be part of the owner",
+        )?;
+        if !self.handover_annotation.is_empty()
+            && self.handover_annotation == self.revision_annotation
+        {
+            return Err(format!(
+                "handoverAnnotation and revisionAnnotation are both {:?}: one annotation \
+                 cannot hold both a revision and a successor, use two keys",
+                self.handover_annotation
+            ));
+        }
         if !self.owner_kind_label.is_empty() {
             check_qualified_name(&self.owner_kind_label)
                 .map_err(|e| format!("ownerKindLabel {:?}: {e}", self.owner_kind_label))?;
@@ -100,9 +138,35 @@ impl Settings {
         Ok(())
     }
 
+    /// A key setting other than the owner keys: empty (off), or a qualified name that is
+    /// not one of the owner keys.
+    fn check_annotation_setting(&self, field: &str, key: &str, why: &str) -> Result<(), String> {
+        if key.is_empty() {
+            return Ok(());
+        }
+        check_qualified_name(key).map_err(|e| format!("{field} {key:?}: {e}"))?;
+        let (list, i) = match (
+            self.owner_labels.iter().position(|k| k == key),
+            self.owner_annotations.iter().position(|k| k == key),
+        ) {
+            (Some(i), _) => ("ownerLabels", i),
+            (None, Some(i)) => ("ownerAnnotations", i),
+            (None, None) => return Ok(()),
+        };
+        Err(format!(
+            "{field} {key:?} is also an owner key ({list}[{i}]): {why}; use a key of its own, \
+             or \"\" to turn it off"
+        ))
+    }
+
     /// How many keys make up an owner: the labels, then the annotations.
     pub fn owner_key_count(&self) -> usize {
         self.owner_labels.len() + self.owner_annotations.len()
+    }
+
+    /// The owner keys, in owner order: the labels, then the annotations.
+    pub fn owner_keys(&self) -> impl Iterator<Item = &String> {
+        self.owner_labels.iter().chain(&self.owner_annotations)
     }
 
     pub fn is_cluster_scoped_owner_kind(&self, kind: &str) -> bool {
@@ -248,6 +312,8 @@ mod tests {
         assert_eq!(s.cluster_scoped_owner_kinds, ["ClusterExtension"]);
         assert!(s.owner_annotations.is_empty() && s.owner_namespace_label.is_empty());
         assert!(s.allow_adoption && s.allow_orphaning);
+        assert_eq!(s.revision_annotation, OLM_REVISION_ANNOTATION);
+        assert!(s.handover_annotation.is_empty());
         assert!(s.validate().is_ok());
     }
 
@@ -256,9 +322,10 @@ mod tests {
     #[case::argo(r#"{"ownerLabels":["app.kubernetes.io/instance"],"ownerKindLabel":""}"#)]
     #[case::flux(r#"{"ownerLabels":["kustomize.toolkit.fluxcd.io/name","kustomize.toolkit.fluxcd.io/namespace"],"ownerKindLabel":""}"#)]
     #[case::confinement(r#"{"ownerNamespaceLabel":"example.com/owner-namespace","allowAdoption":false,"allowOrphaning":false}"#)]
-    #[case::same_key_label_and_annotation(
-        r#"{"ownerLabels":["owner"],"ownerAnnotations":["owner"]}"#
+    #[case::revision_and_handover(
+        r#"{"revisionAnnotation":"example.com/revision","handoverAnnotation":"example.com/handover-to"}"#
     )]
+    #[case::fencing_off(r#"{"revisionAnnotation":"","handoverAnnotation":""}"#)]
     #[case::long_prefix_ok(&format!(r#"{{"ownerLabels":["{}/n"]}}"#, ["a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61)].join(".")))]
     fn valid_settings(#[case] json: &str) {
         let s = Settings::from_json(json.as_bytes()).unwrap();
@@ -306,6 +373,30 @@ mod tests {
     #[case::empty_kind(
         r#"{"clusterScopedOwnerKinds":["ClusterExtension",""]}"#,
         "clusterScopedOwnerKinds[1] is empty"
+    )]
+    #[case::same_key_label_and_annotation(
+        r#"{"ownerLabels":["owner"],"ownerAnnotations":["owner"]}"#,
+        "ownerAnnotations[0] \"owner\" is also listed in ownerLabels"
+    )]
+    #[case::revision_is_owner_annotation(
+        r#"{"ownerAnnotations":["olm.operatorframework.io/revision"]}"#,
+        "revisionAnnotation \"olm.operatorframework.io/revision\" is also an owner key (ownerAnnotations[0])"
+    )]
+    #[case::handover_is_owner_label(
+        r#"{"handoverAnnotation":"olm.operatorframework.io/owner-name"}"#,
+        "handoverAnnotation \"olm.operatorframework.io/owner-name\" is also an owner key (ownerLabels[1])"
+    )]
+    #[case::handover_is_revision(
+        r#"{"handoverAnnotation":"olm.operatorframework.io/revision"}"#,
+        "handoverAnnotation and revisionAnnotation are both \"olm.operatorframework.io/revision\""
+    )]
+    #[case::bad_revision_key(
+        r#"{"revisionAnnotation":"rev ision"}"#,
+        "revisionAnnotation \"rev ision\""
+    )]
+    #[case::bad_handover_key(
+        r#"{"handoverAnnotation":"/x"}"#,
+        "handoverAnnotation \"/x\": the prefix"
     )]
     #[case::bad_kind(
         r#"{"clusterScopedOwnerKinds":["Cluster Extension"]}"#,

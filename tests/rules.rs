@@ -103,7 +103,7 @@ fn check(payload: &[u8], expected: Expect) {
     err(&["owner-name=]", "owner-name=a]"]))]
 #[case::adoption_warns("UPDATE", Some(json!({"app": "x"})), olm("ClusterExtension", "ext-b"), json!({}),
     ok(&["CustomResourceDefinition \"widgets.example.com\" adopted by owner", "owner-kind=ClusterExtension", "owner-name=ext-b"]))]
-#[case::adoption_refused("UPDATE", None, olm("ClusterExtension", "ext-b"), json!({"allowAdoption": false}),
+#[case::adoption_refused("UPDATE", Some(json!({})), olm("ClusterExtension", "ext-b"), json!({"allowAdoption": false}),
     err(&["has no owner", "owner-name=ext-b", "allowAdoption: false"]))]
 #[case::orphaning_warns("UPDATE", olm("ClusterExtension", "ext-a"), Some(json!({})), json!({}),
     ok(&["CustomResourceDefinition \"widgets.example.com\" orphaned", "owner-name=ext-a"]))]
@@ -252,16 +252,47 @@ fn namespace_objects_are_cluster_scoped_even_with_a_request_namespace() {
 }
 
 #[rstest]
-#[case::null_everything(
-    r#"{"request":{"operation":"UPDATE","object":null,"oldObject":null},"settings":null}"#
-)]
-#[case::absent_everything(r#"{"request":{"operation":"UPDATE"}}"#)]
 #[case::null_metadata(
     r#"{"request":{"operation":"UPDATE","object":{"metadata":null},"oldObject":{}}}"#
 )]
 #[case::null_maps(r#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":null,"annotations":null}},"oldObject":{"metadata":{}}}}"#)]
 fn absent_means_none(#[case] json: &str) {
     check(json.as_bytes(), ok(&[]));
+}
+
+/// No API server sends an UPDATE without both objects, or a CREATE without the new one: a
+/// fail-closed policy must not judge such a request as an adoption or an orphaning.
+#[rstest]
+#[case::update_null_objects(
+    r#"{"request":{"operation":"UPDATE","object":null,"oldObject":null},"settings":null}"#,
+    "request.object is missing or null, but every UPDATE request carries it"
+)]
+#[case::update_absent_objects(
+    r#"{"request":{"operation":"UPDATE"}}"#,
+    "request.object is missing or null"
+)]
+#[case::update_without_old(
+    r#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":"a"}}},"oldObject":null}}"#,
+    "request.oldObject is missing or null, but every UPDATE request carries it"
+)]
+#[case::update_absent_old(
+    r#"{"request":{"operation":"UPDATE","object":{"metadata":{}}}}"#,
+    "request.oldObject is missing or null"
+)]
+#[case::update_without_new(
+    r#"{"request":{"operation":"UPDATE","object":null,"oldObject":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":"a"}}}}}"#,
+    "request.object is missing or null"
+)]
+#[case::create_without_object(
+    r#"{"request":{"operation":"CREATE","object":null}}"#,
+    "request.object is missing or null, but every CREATE request carries it"
+)]
+fn missing_objects_are_unreadable(#[case] json: &str, #[case] expected: &str) {
+    let r = admission::validate(json.as_bytes());
+    assert!(!r.accepted);
+    assert_eq!(r.code, Some(400));
+    let msg = r.message.unwrap();
+    assert!(msg.contains(expected), "{msg:?} lacks {expected:?}");
 }
 
 #[rstest]
@@ -275,18 +306,24 @@ fn absent_means_none(#[case] json: &str) {
 #[case::metadata_array(&br#"{"request":{"operation":"CREATE","object":{"metadata":[null,null,{"a":"b"}]}}}"#[..], "metadata must be a JSON object, not an array")]
 #[case::settings_array(&br#"{"request":{"operation":"CREATE"},"settings":[]}"#[..], "expected a JSON object")]
 #[case::labels_array(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":["a"]}}}}"#[..], "metadata.labels must be a map of strings to strings, not an array")]
-#[case::label_number(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"a":1}}}}}"#[..], "metadata.labels \"a\" must be a string, not a number")]
-#[case::label_null(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"a":null}}}}}"#[..], "metadata.labels \"a\" must be a string, not null")]
-#[case::annotation_object(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"annotations":{"a":{}}}}}}"#[..], "metadata.annotations \"a\" must be a string, not an object")]
+#[case::label_number(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":1}}}}}"#[..], "metadata.labels \"olm.operatorframework.io/owner-name\" must be a string, not a number")]
+#[case::label_null(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-kind":null}}}}}"#[..], "metadata.labels \"olm.operatorframework.io/owner-kind\" must be a string, not null")]
+#[case::other_label_not_a_string(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"app":7}}}}}"#[..], "metadata.labels \"app\" must be a string, not a number")]
+#[case::annotation_object(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"annotations":{"olm.operatorframework.io/revision":{}}}}}}"#[..], "metadata.annotations \"olm.operatorframework.io/revision\" must be a string, not an object")]
 #[case::metadata_string(&br#"{"request":{"operation":"CREATE","object":{"metadata":"x"}}}"#[..], "metadata must be a JSON object, not a string")]
 #[case::object_number(&br#"{"request":{"operation":"CREATE","object":7}}"#[..], "request.object must be a JSON object, not a number")]
-#[case::duplicate_label(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":"a","olm.operatorframework.io/owner-name":"b"}}}}}"#[..],
+#[case::duplicate_label(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":"a","olm.operatorframework.io/owner-name":"b"}}},"oldObject":{}}}"#[..],
     "metadata.labels has the key \"olm.operatorframework.io/owner-name\" more than once")]
-#[case::duplicate_annotation(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{"annotations":{"x":"a","x":"a"}}}}}"#[..], "metadata.annotations has the key \"x\" more than once")]
+#[case::duplicate_escaped_label(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":"a","olm.operatorframework.io\/owner-name":"b"}}}}}"#[..],
+    "metadata.labels has the key \"olm.operatorframework.io/owner-name\" more than once")]
+#[case::duplicate_annotation(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"annotations":{"olm.operatorframework.io/revision":"1","olm.operatorframework.io/revision":"1"}}}}}"#[..], "metadata.annotations has the key \"olm.operatorframework.io/revision\" more than once")]
 #[case::duplicate_labels_field(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":{},"labels":{"a":"b"}}}}}"#[..], "duplicate field `labels`")]
 #[case::duplicate_metadata(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{},"metadata":{}}}}"#[..], "duplicate field `metadata`")]
-#[case::invalid_utf8(&b"{\"request\":{\"operation\":\"CREATE\",\"object\":{\"data\":\"\xc3\x28\"}}}"[..], "not valid UTF-8 (in a string) at line 1 column")]
-#[case::bad_escape(&br#"{"request":{"operation":"CREATE","object":{"data":"\q"}}}"#[..], "invalid escape")]
+#[case::invalid_utf8(&b"{\"request\":{\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"labels\":{\"olm.operatorframework.io/owner-name\":\"\xc3\x28\"}}}}}"[..], "metadata.labels \"olm.operatorframework.io/owner-name\": the payload is not valid UTF-8 (in a string) at line 1 column")]
+#[case::bad_escape(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-kind":"\q"}}}}}"#[..], "invalid escape")]
+#[case::truncated_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}"#[..], "truncated")]
+#[case::mismatched_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":[1,2}}}}"#[..], "mismatched brackets")]
+#[case::unbalanced_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}}}}"#[..], "truncated")]
 #[case::no_operation(&br#"{"request":{}}"#[..], "has no operation")]
 #[case::unknown_operation(&br#"{"request":{"operation":"PATCH"}}"#[..], "unknown operation \"PATCH\"")]
 #[case::operation_number(&br#"{"request":{"operation":1}}"#[..], "request.operation must be a string, not a number")]
@@ -297,6 +334,18 @@ fn malformed_input_is_rejected(#[case] payload: &[u8], #[case] expected: &str) {
     assert!(!r.accepted);
     let msg = r.message.unwrap();
     assert!(msg.contains(expected), "{msg:?} lacks {expected:?}");
+}
+
+/// What a skipped value (everything but the request's identity and the objects' metadata
+/// that the rules read) may hold without being refused: only its structure is checked.
+/// policy-server serializes every payload with serde_json, so it never sends these.
+#[rstest]
+#[case::invalid_utf8_in_spec(&b"{\"request\":{\"operation\":\"CREATE\",\"object\":{\"data\":\"\xc3\x28\"}}}"[..])]
+#[case::bad_escape_in_spec(&br#"{"request":{"operation":"CREATE","object":{"data":"\q"}}}"#[..])]
+#[case::grammar_in_spec(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a" 1,,:[tru,]}}}}"#[..])]
+#[case::other_label_twice(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"app":"a","app":"b"}}}}}"#[..])]
+fn skipped_values_are_checked_for_structure_only(#[case] payload: &[u8]) {
+    check(payload, ok(&[]));
 }
 
 #[test]

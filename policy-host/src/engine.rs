@@ -43,6 +43,11 @@ impl Policy {
         // instantiation, not the calls measured here.
         config.memory_init_cow(false);
         config.with_host_memory(Arc::new(GaugedMemoryCreator(memory.clone())));
+        // `perf record` can name the guest's functions when wasmtime writes a perf map
+        // (build the module with its name section: see README, Performance).
+        if std::env::var_os("POLICY_HOST_PERF_MAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let provider = WasmtimeEngineProviderBuilder::new()
             .engine(engine)
