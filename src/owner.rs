@@ -257,6 +257,7 @@ fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
     let (new, old) = match (operation, &request.object, &request.old_object) {
         (_, None, _) => return unreadable(operation, "request.object"),
         ("UPDATE", _, None) => return unreadable(operation, "request.oldObject"),
+        ("CREATE", Some(new), _) => (new, None),
         (_, Some(new), old) => (new, old.as_ref()),
     };
     let read = |o| Marks::read(o, payload, rules);

@@ -323,7 +323,7 @@ fn missing_objects_are_unreadable(#[case] json: &str, #[case] expected: &str) {
 #[case::bad_escape(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-kind":"\q"}}}}}"#[..], "invalid escape")]
 #[case::truncated_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}"#[..], "truncated")]
 #[case::mismatched_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":[1,2}}}}"#[..], "mismatched brackets")]
-#[case::unbalanced_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}}}}"#[..], "truncated")]
+#[case::unbalanced_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}}}}"#[..], "mismatched brackets")]
 #[case::no_operation(&br#"{"request":{}}"#[..], "has no operation")]
 #[case::unknown_operation(&br#"{"request":{"operation":"PATCH"}}"#[..], "unknown operation \"PATCH\"")]
 #[case::operation_number(&br#"{"request":{"operation":1}}"#[..], "request.operation must be a string, not a number")]

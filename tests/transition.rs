@@ -1,4 +1,6 @@
-//! Property tests of the same-owner transition rule over random label maps.
+//! Property tests of the whole UPDATE decision over random labels and annotations, against a
+//! small reference model written here, apart from the policy: the same-owner invariant,
+//! adoption and orphaning, revision fencing and the one-write handover.
 
 use std::collections::BTreeMap;
 
@@ -6,12 +8,10 @@ use proptest::prelude::*;
 use serde_json::json;
 use single_owner_policy::admission;
 
-const OWNER_LABELS: [&str; 2] = ["owner/kind", "owner/name"];
-const OWNER_ANNOTATION: &str = "owner/release";
+#[path = "support/model.rs"]
+mod model;
 
-fn settings() -> serde_json::Value {
-    json!({"ownerLabels": OWNER_LABELS, "ownerAnnotations": [OWNER_ANNOTATION], "ownerKindLabel": ""})
-}
+use model::{HANDOVER, Meta, OWNER_ANNOTATION, OWNER_LABELS, REVISION};
 
 /// Maps over a small alphabet of keys and values, so that owners often collide.
 fn label_map() -> impl Strategy<Value = BTreeMap<String, String>> {
@@ -23,45 +23,69 @@ fn label_map() -> impl Strategy<Value = BTreeMap<String, String>> {
     )
 }
 
+/// Revisions, valid and not, and successors, well-formed and not, often naming a or b.
 fn annotation_map() -> impl Strategy<Value = BTreeMap<String, String>> {
+    let value = prop_oneof![
+        prop::sample::select(vec!["", "a", "b"]),
+        prop::sample::select(vec!["0", "1", "2", "10", "01", "+1", " 2", "x"]),
+        prop::sample::select(vec![
+            "owner/name=a",
+            "owner/name=b",
+            "owner/kind=a,owner/name=b",
+            "owner/name=b,owner/kind=a",
+            "owner/kind=,owner/name=a",
+            "owner/release=b",
+            "owner/name=b,owner/release=a",
+            "owner/name=a,owner/name=b",
+            "owner/name=b, owner/kind=a",
+            "app=b",
+            "owner/name",
+        ]),
+    ];
     prop::collection::btree_map(
-        prop::sample::select(vec![OWNER_ANNOTATION, "note"]).prop_map(String::from),
-        prop::sample::select(vec!["", "a", "b"]).prop_map(String::from),
-        0..2,
+        prop::sample::select(vec![OWNER_ANNOTATION, REVISION, HANDOVER, "note"])
+            .prop_map(String::from),
+        value.prop_map(String::from),
+        0..4,
     )
 }
 
-type Meta = (BTreeMap<String, String>, BTreeMap<String, String>);
-
-fn accepted(old: &Meta, new: &Meta) -> bool {
+fn accepted(old: &Meta, new: &Meta, adoption: bool, orphaning: bool) -> bool {
     let obj = |m: &Meta| json!({"metadata": {"name": "o", "labels": m.0, "annotations": m.1}});
+    let settings: serde_json::Value =
+        serde_json::from_str(&model::settings(adoption, orphaning)).unwrap();
     let payload = json!({"request": {"operation": "UPDATE", "namespace": "ns", "name": "o",
-        "kind": {"kind": "ConfigMap"}, "object": obj(new), "oldObject": obj(old)}, "settings": settings()});
+        "kind": {"kind": "ConfigMap"}, "object": obj(new), "oldObject": obj(old)},
+        "settings": settings});
     admission::validate(payload.to_string().as_bytes()).accepted
 }
 
-/// The reference model: the owner tuple, or None when no owner key is present.
-fn owner(m: &Meta) -> Option<Vec<Option<String>>> {
-    let mut t: Vec<Option<String>> = OWNER_LABELS.iter().map(|k| m.0.get(*k).cloned()).collect();
-    t.push(m.1.get(OWNER_ANNOTATION).cloned());
-    t.iter().any(Option::is_some).then_some(t)
+fn expected(old: &Meta, new: &Meta, adoption: bool, orphaning: bool) -> bool {
+    model::accepts("UPDATE", Some(old), Some(new), adoption, orphaning)
 }
 
 fn without_owner_keys(m: &Meta) -> Meta {
     let mut m = m.clone();
     m.0.retain(|k, _| !OWNER_LABELS.contains(&k.as_str()));
-    m.1.retain(|k, _| k != OWNER_ANNOTATION);
+    m.1.retain(|k, _| ![OWNER_ANNOTATION, REVISION, HANDOVER].contains(&k.as_str()));
     m
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
     #[test]
-    fn accept_iff_one_side_unowned_or_owners_equal(old in (label_map(), annotation_map()), new in (label_map(), annotation_map())) {
-        let expected = match (owner(&old), owner(&new)) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        };
-        prop_assert_eq!(accepted(&old, &new), expected);
+    fn update_decision_matches_the_reference_model(
+        old in (label_map(), annotation_map()),
+        new in (label_map(), annotation_map()),
+        adoption in any::<bool>(),
+        orphaning in any::<bool>(),
+    ) {
+        prop_assert_eq!(
+            accepted(&old, &new, adoption, orphaning),
+            expected(&old, &new, adoption, orphaning),
+            "old {:?} new {:?} adoption {} orphaning {}", old, new, adoption, orphaning
+        );
     }
 
     #[test]
@@ -69,13 +93,17 @@ proptest! {
         old in (label_map(), annotation_map()), new in (label_map(), annotation_map()),
         noise_old in (label_map(), annotation_map()), noise_new in (label_map(), annotation_map()),
     ) {
-        // Replace the non-owner keys of both sides with unrelated noise: same decision.
+        // Replace the keys the rules do not read, on both sides, with unrelated noise.
+        let read = |k: &str| OWNER_LABELS.contains(&k) || [OWNER_ANNOTATION, REVISION, HANDOVER].contains(&k);
         let mix = |m: &Meta, noise: &Meta| {
             let mut out = without_owner_keys(noise);
-            out.0.extend(m.0.iter().filter(|(k, _)| OWNER_LABELS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())));
-            out.1.extend(m.1.iter().filter(|(k, _)| k.as_str() == OWNER_ANNOTATION).map(|(k, v)| (k.clone(), v.clone())));
+            out.0.extend(m.0.iter().filter(|(k, _)| read(k)).map(|(k, v)| (k.clone(), v.clone())));
+            out.1.extend(m.1.iter().filter(|(k, _)| read(k)).map(|(k, v)| (k.clone(), v.clone())));
             out
         };
-        prop_assert_eq!(accepted(&old, &new), accepted(&mix(&old, &noise_old), &mix(&new, &noise_new)));
+        prop_assert_eq!(
+            accepted(&old, &new, true, true),
+            accepted(&mix(&old, &noise_old), &mix(&new, &noise_new), true, true)
+        );
     }
 }

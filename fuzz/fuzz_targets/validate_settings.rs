@@ -18,7 +18,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if answer.valid {
         let settings = std::str::from_utf8(data).expect("valid settings are UTF-8");
-        let payload = format!(r#"{{"request":{{"operation":"UPDATE","name":"x"}},"settings":{settings}}}"#);
+        let payload = format!(
+            r#"{{"request":{{"operation":"UPDATE","name":"x","object":{{}},"oldObject":{{}}}},"settings":{settings}}}"#
+        );
         let verdict = admission::validate(payload.as_bytes());
         assert!(verdict.accepted, "valid settings {settings} refused in validate: {:?}", verdict.message);
     }

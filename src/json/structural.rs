@@ -7,8 +7,9 @@
 //! strings with a prefix XOR over the quote mask (the technique of simdjson's first stage),
 //! and counts the brackets outside strings until the container closes.
 //!
-//! What it checks of a skipped container: that every string ends, and that brackets balance
-//! and the last one matches the first. It does not check the grammar between them (commas,
+//! What it checks of a skipped container: that every string ends, and that its brackets
+//! balance, as many `{` as `}` and as many `[` as `]`, the last one matching the first. It
+//! does not check their order (`[[{]}]` passes) nor the grammar between them (commas,
 //! colons, literals, numbers, escapes, control characters, UTF-8): a payload that policy-server
 //! built with serde_json never lacks them, and what lies inside a skipped value cannot change
 //! which fields are read, because strings and brackets delimit it exactly.
@@ -28,6 +29,8 @@ pub struct Masks {
     pub open: u64,
     /// `}` or `]`.
     pub close: u64,
+    /// `{` or `}`: which of the brackets are braces.
+    pub curly: u64,
 }
 
 /// Classifies a block: four 16-byte vectors, four comparisons each.
@@ -38,6 +41,7 @@ pub fn classify(block: &[u8; 64]) -> Masks {
         backslash: 0,
         open: 0,
         close: 0,
+        curly: 0,
     };
     for (i, chunk) in block.chunks_exact(16).enumerate() {
         let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else {
@@ -51,6 +55,7 @@ pub fn classify(block: &[u8; 64]) -> Masks {
         m.backslash |= u64::from(v.eq(b'\\').mask()) << at;
         m.open |= u64::from(folded.eq(b'{').mask()) << at;
         m.close |= u64::from(folded.eq(b'}').mask()) << at;
+        m.curly |= u64::from(v.eq(b'{').or(v.eq(b'}')).mask()) << at;
     }
     m
 }
@@ -101,10 +106,13 @@ pub enum SkipError {
 pub fn skip_container(input: &[u8], start: usize) -> Result<usize, SkipError> {
     let opening = input.get(start).copied();
     let mut at = start;
+    // Brackets open so far; and of them, braces (`{` minus `}`).
     let mut depth: u32 = 0;
+    let mut braces: i64 = 0;
     let mut in_string: u64 = 0;
     let mut escape_carry: u64 = 0;
     let mut padded;
+    let count = |mask: u64| i64::from(mask.count_ones());
     while at < input.len() {
         let block: &[u8; 64] = match input.get(at..).and_then(|r| r.first_chunk::<64>()) {
             Some(block) => block,
@@ -122,29 +130,35 @@ pub fn skip_container(input: &[u8], start: usize) -> Result<usize, SkipError> {
         in_string = ((inside as i64) >> 63) as u64;
         let opens = m.open & !inside;
         let closes = m.close & !inside;
-        if depth > closes.count_ones() {
-            // The container cannot close within this block.
-            depth = depth + opens.count_ones() - closes.count_ones();
-        } else {
+        if depth <= closes.count_ones() {
+            // The container may close within this block: follow its brackets in order.
             let mut bits = opens | closes;
             while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
+                let i = bits.trailing_zeros();
                 if opens & (1 << i) != 0 {
                     depth += 1;
                 } else {
                     depth -= 1;
                     if depth == 0 {
-                        let end = at + i;
-                        let closing = input.get(end).copied();
-                        return match (opening, closing) {
-                            (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']')) => Ok(end + 1),
-                            _ => Err(SkipError::Mismatched(end)),
+                        let end = at + i as usize;
+                        let upto = u64::MAX >> (63 - i);
+                        braces += count(opens & m.curly & upto) - count(closes & m.curly & upto);
+                        let pair = (opening, input.get(end).copied());
+                        let matching =
+                            matches!(pair, (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']')));
+                        return if matching && braces == 0 {
+                            Ok(end + 1)
+                        } else {
+                            Err(SkipError::Mismatched(end))
                         };
                     }
                 }
                 bits &= bits - 1;
             }
+        } else {
+            depth = depth + opens.count_ones() - closes.count_ones();
         }
+        braces += count(opens & m.curly) - count(closes & m.curly);
         at += 64;
     }
     Err(SkipError::Truncated)
@@ -187,6 +201,7 @@ mod tests {
     /// anywhere (outside strings it is not JSON at all, and only quotes matter).
     fn naive_skip(input: &[u8], start: usize) -> Result<usize, SkipError> {
         let mut depth = 0u32;
+        let mut braces = 0i64;
         let mut in_string = false;
         let mut escape_next = false;
         for (i, &b) in input.iter().enumerate().skip(start) {
@@ -203,12 +218,16 @@ mod tests {
             }
             match b {
                 b'"' => in_string = true,
-                b'{' | b'[' => depth += 1,
+                b'{' | b'[' => {
+                    depth += 1;
+                    braces += i64::from(b == b'{');
+                }
                 b'}' | b']' => {
                     depth -= 1;
+                    braces -= i64::from(b == b'}');
                     if depth == 0 {
                         let pair = (input[start], b);
-                        return if matches!(pair, (b'{', b'}') | (b'[', b']')) {
+                        return if matches!(pair, (b'{', b'}') | (b'[', b']')) && braces == 0 {
                             Ok(i + 1)
                         } else {
                             Err(SkipError::Mismatched(i))
@@ -251,6 +270,7 @@ mod tests {
                 backslash: mask(&|b| b == b'\\'),
                 open: mask(&|b| b == b'{' || b == b'['),
                 close: mask(&|b| b == b'}' || b == b']'),
+                curly: mask(&|b| b == b'{' || b == b'}'),
             };
             prop_assert_eq!(classify(&block), expected);
         }
@@ -279,6 +299,13 @@ mod tests {
         assert_eq!(skip_container(b"[[]", 0), Err(SkipError::Truncated));
         assert_eq!(skip_container(b"[\"]\"", 0), Err(SkipError::Truncated));
         assert_eq!(skip_container(b"{]", 0), Err(SkipError::Mismatched(1)));
+        assert_eq!(
+            skip_container(b"{\"x\":[1}}", 0),
+            Err(SkipError::Mismatched(8))
+        );
+        assert_eq!(skip_container(b"[{]}", 0), Err(SkipError::Mismatched(3)));
+        // Brackets balanced per kind but interleaved wrongly are not detected.
+        assert_eq!(skip_container(b"[[{]}]", 0), Ok(6));
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         assert_eq!(skip_container(deep.as_bytes(), 0), Ok(200_000));
     }
