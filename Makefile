@@ -35,9 +35,9 @@ annotated-policy.wasm: policy.wasm $(HOST) metadata.yml README.md
 	$(HOST) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
 # Artifact Hub package, generated from metadata.yml (the e2e suite checks it is up to date).
-artifacthub-pkg.yml: metadata.yml questions-ui.yml Cargo.toml $(HOST)
-	$(HOST) scaffold-artifacthub -m metadata.yml --questions-path questions-ui.yml \
-		--previous artifacthub-pkg.yml > artifacthub-pkg.yml.tmp
+artifacthub-pkg.yml: $(HOST) FORCE
+	$(HOST) scaffold artifacthub -m metadata.yml -q questions-ui.yml \
+		--previous artifacthub-pkg.yml --output artifacthub-pkg.yml.tmp
 	mv artifacthub-pkg.yml.tmp artifacthub-pkg.yml
 
 # Push the annotated module: kwctl when installed, else policy-host (same artifact).

@@ -31,15 +31,31 @@ setup_file() {
   assert_quiet_accept
 }
 
-@test "a 4 MB field-rich CRD and a schema nested 100 levels deep are judged by their labels" {
+@test "a 4 MB field-rich CRD is judged by its labels" {
   evaluate "$BATS_FILE_TMPDIR/large/crd-synthetic-4mb-reject.json"
   assert_rejected
   evaluate "$BATS_FILE_TMPDIR/large/crd-synthetic-4mb-accept.json"
   assert_quiet_accept
-  evaluate "$BATS_FILE_TMPDIR/large/crd-nested-100-reject.json"
-  assert_rejected
-  evaluate "$BATS_FILE_TMPDIR/large/crd-nested-100-accept.json"
-  assert_quiet_accept
+}
+
+# kwctl and policy-server parse the request with serde_json, which refuses nesting deeper
+# than 128 levels before any module runs; the API server itself sends such objects (a CRD
+# schema nested 100 levels deep is about 200 levels of JSON). So the deep payload goes
+# straight to the guest, as the hostile table's payloads do, whichever host the suite runs.
+@test "(policy-host call: raw payload, deeper than kwctl parses) a schema nested 100 levels deep is judged by its labels" {
+  local payload="$BATS_TEST_TMPDIR/payload.json"
+  for outcome in reject accept; do
+    printf '{"request":%s,"settings":{}}' "$(cat "$BATS_FILE_TMPDIR/large/crd-nested-100-$outcome.json")" >"$payload"
+    run --separate-stderr "$POLICY_HOST" call validate -p "$payload" "$POLICY"
+    assert_success
+    case "$outcome" in
+      reject)
+        assert_equal "$(jq -r .accepted <<<"$output")" false
+        [[ "$(jq -r .message <<<"$output")" == *'"deep.example.com" is owned by [olm.operatorframework.io/owner-name=ext-a]'* ]] || fail "$output"
+        ;;
+      accept) assert_equal "$(jq -c '[.accepted, .warnings]' <<<"$output")" '[true,null]' ;;
+    esac
+  done
 }
 
 @test "labels that are not a map are rejected with what was wrong" {

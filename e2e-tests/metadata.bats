@@ -44,16 +44,46 @@ version_of() {
 }
 
 @test "the committed artifacthub-pkg.yml is what metadata.yml generates" {
-  run --separate-stderr "$POLICY_HOST" scaffold-artifacthub -m "$ROOT/metadata.yml" \
-    --questions-path "$ROOT/questions-ui.yml" --previous "$ROOT/artifacthub-pkg.yml"
+  run --separate-stderr "$POLICY_HOST" scaffold artifacthub -m "$ROOT/metadata.yml" \
+    -q "$ROOT/questions-ui.yml" --previous "$ROOT/artifacthub-pkg.yml"
   assert_success
   diff -u "$ROOT/artifacthub-pkg.yml" <(echo "$output") || fail "artifacthub-pkg.yml is out of date: run make artifacthub-pkg.yml"
 }
 
-@test "questions-ui.yml asks for every setting, and only those" {
-  local asked
+# The release workflow runs `kwctl scaffold artifacthub`: with kwctl the output must be the
+# committed file but for the header comment and createdAt; with policy-host, the same.
+@test "scaffold artifacthub (kwctl or policy-host, same flags) writes the committed file but for header and createdAt" {
+  local scaffold=("$POLICY_HOST" scaffold artifacthub)
+  [[ "$(basename "$KWCTL")" == kwctl ]] && scaffold=("$KWCTL" scaffold artifacthub)
+  run --separate-stderr "${scaffold[@]}" -m "$ROOT/metadata.yml" -q "$ROOT/questions-ui.yml" \
+    --output "$BATS_TEST_TMPDIR/pkg.yml"
+  assert_success
+  strip() { grep -v -e '^#' -e '^createdAt: ' "$1"; }
+  diff -u <(strip "$ROOT/artifacthub-pkg.yml") <(strip "$BATS_TEST_TMPDIR/pkg.yml") || fail "${scaffold[0]} writes another package"
+  grep -q '^  email: ' "$BATS_TEST_TMPDIR/pkg.yml" || fail "no maintainer email"
+}
+
+@test "scaffold artifacthub refuses an author that is not csv of \"name <email>\", with kwctl's message" {
+  sed 's/^\(  io.kubewarden.policy.author:\).*/\1 single-owner-policy developers/' "$ROOT/metadata.yml" >"$BATS_TEST_TMPDIR/metadata.yml"
+  run --separate-stderr "$POLICY_HOST" scaffold artifacthub -m "$BATS_TEST_TMPDIR/metadata.yml"
+  assert_failure
+  [[ "$stderr" == *'annotation "io.kubewarden.policy.author" in policy metadata is malformed, must be csv values of "name <email>"'* ]] || fail "$stderr"
+}
+
+@test "questions-ui.yml asks for every setting, and only those (the module's own list)" {
+  local asked known
   asked="$(sed -n 's/^ *variable: *//p' "$ROOT/questions-ui.yml" | sort | tr '\n' ' ')"
-  assert_equal "$asked" "allowAdoption allowOrphaning clusterScopedOwnerKinds ownerAnnotations ownerKindLabel ownerLabels ownerNamespaceLabel "
+  # The module names every field it knows when it refuses an unknown one.
+  printf '{"notASetting": 1}' >"$BATS_TEST_TMPDIR/settings.json"
+  run --separate-stderr "$POLICY_HOST" call validate_settings -p "$BATS_TEST_TMPDIR/settings.json" "$POLICY"
+  assert_success
+  known="$(jq -r .message <<<"$output" | sed 's/.*expected one of //; s/ at line.*//' | tr -d '`' | tr ',' '\n' | tr -d ' ' | sort | tr '\n' ' ')"
+  [ -n "$known" ] || fail "no field list in $output"
+  assert_equal "$asked" "$known"
+  # And the README documents each.
+  for field in $known; do
+    grep -q "^| \`$field\` |" "$ROOT/README.md" || fail "README.md has no settings row for $field"
+  done
 }
 
 @test "every deploy manifest checks out and its settings validate with the module" {
@@ -68,7 +98,42 @@ version_of() {
     assert_equal "$(jq '(.objectSelector != null) or ([.matchConditions[]? | select(.name != "not-break-glass")] | length > 0)' <<<"$output")" true
     assert_equal "$(jq -r '[.matchConditions[]? | select(.name == "not-break-glass")] | length' <<<"$output")" 1
   done
-  assert_equal "$count" 4
+  assert_equal "$count" 5
+}
+
+# sends MANIFEST FIXTURE...: the API server sends each request to the policy (rules,
+# objectSelector, matchConditions); sends_not: it does not.
+sends() {
+  local manifest="$ROOT/deploy/$1" fixture
+  shift
+  for fixture in "$@"; do
+    run --separate-stderr "$POLICY_HOST" selects "$manifest" -r "$FIXTURES/$fixture"
+    assert_success
+    [[ "$output" == "sent "* ]] || fail "$manifest should send $fixture: $output"
+  done
+}
+sends_not() {
+  local manifest="$ROOT/deploy/$1" fixture
+  shift
+  for fixture in "$@"; do
+    run --separate-stderr "$POLICY_HOST" selects "$manifest" -r "$FIXTURES/$fixture"
+    assert_success
+    [[ "$output" == "not sent "* ]] || fail "$manifest should not send $fixture: $output"
+  done
+}
+
+@test "each manifest sends only the objects its tool manages, and nothing from the break-glass group" {
+  sends olm-v1.yaml crd-owner-change.json crd-adopt.json crd-orphan.json clusterrole-create-namespaced-owner.json
+  sends_not olm-v1.yaml crd-unowned-update.json clusterrole-helm-release-change.json deployment-argocd-app-change.json crd-delete.json
+  sends helm.yaml clusterrole-helm-release-change.json clusterrole-helm-handover.json
+  sends_not helm.yaml crd-owner-change.json deployment-argocd-app-change.json deployment-flux-image-update.json
+  sends argocd.yaml deployment-argocd-app-change.json deployment-argocd-same-app.json deployment-argocd-instance-change.json
+  sends_not argocd.yaml deployment-chart-untracked.json deployment-argocd-break-glass.json crd-owner-change.json clusterrole-helm-release-change.json
+  # Label tracking (legacy) also sends objects a chart labelled but Argo CD does not track.
+  sends argocd-label-tracking.yaml deployment-argocd-instance-change.json deployment-chart-untracked.json
+  sends_not argocd-label-tracking.yaml crd-owner-change.json deployment-argocd-break-glass.json
+  sends flux.yaml deployment-flux-image-update.json deployment-flux-kustomization-change.json
+  sends_not flux.yaml crd-owner-change.json deployment-argocd-app-change.json
 }
 
 @test "a manifest with invalid settings is refused" {

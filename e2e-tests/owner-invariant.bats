@@ -81,11 +81,37 @@ load common
   assert_quiet_accept
 }
 
-@test "Argo CD: another Application's instance label is rejected" {
-  evaluate deployment-argocd-instance-change.json -s "$SETTINGS/argocd.yaml"
+@test "Argo CD: another Application's tracking id is rejected, though the chart's instance label is the same" {
+  evaluate deployment-argocd-app-change.json -s "$SETTINGS/argocd.yaml"
   assert_rejected
-  assert_message_contains 'Deployment "widget-controller" in namespace "widgets" is owned by [app.kubernetes.io/instance=widgets-staging]' \
-    '[app.kubernetes.io/instance=widgets-prod]'
+  assert_message_contains 'Deployment "widget-controller" in namespace "widgets" is owned by [argocd.argoproj.io/tracking-id=widgets-staging:apps/Deployment:widgets/widget-controller]' \
+    '[argocd.argoproj.io/tracking-id=widgets-prod:apps/Deployment:widgets/widget-controller]' 'annotation argocd.argoproj.io/tracking-id'
+}
+
+@test "Argo CD: a sync by the same Application is accepted" {
+  evaluate deployment-argocd-same-app.json -s "$SETTINGS/argocd.yaml"
+  assert_quiet_accept
+}
+
+@test "Argo CD label tracking (legacy): another instance label is rejected, a chart's shared label is a false match" {
+  evaluate deployment-argocd-instance-change.json -s "$SETTINGS/argocd-label-tracking.yaml"
+  assert_rejected
+  assert_message_contains 'is owned by [app.kubernetes.io/instance=widgets-staging]' '[app.kubernetes.io/instance=widgets-prod]'
+  # Two Applications deploying the same chart look like one owner to label tracking.
+  evaluate deployment-argocd-app-change.json -s "$SETTINGS/argocd-label-tracking.yaml"
+  assert_quiet_accept
+}
+
+@test "the answer is one line with kwctl's fields: uid, allowed, status when it says something, auditAnnotations, warnings" {
+  evaluate crd-owner-change.json
+  assert_equal "${#lines[@]}" 1
+  assert_equal "$(jq -c 'keys_unsorted' <<<"$output")" '["uid","allowed","status","auditAnnotations","warnings"]'
+  assert_equal "$(jq -c '[.status | keys_unsorted, .auditAnnotations, .warnings]' <<<"$output")" '[["message"],null,null]'
+  evaluate crd-same-owner-update.json
+  assert_equal "${#lines[@]}" 1
+  assert_equal "$(jq -c '.' <<<"$output")" '{"uid":"e2e-customresourcedefinition-update","allowed":true,"auditAnnotations":null,"warnings":null}'
+  evaluate malformed-labels-not-a-map.json
+  assert_equal "$(jq -c '.status | keys_unsorted' <<<"$output")" '["message","code"]'
 }
 
 @test "Flux: another Kustomization is rejected, a new image from the same one accepted" {

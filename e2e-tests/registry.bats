@@ -4,6 +4,8 @@
 
 load common
 
+VERSION="$(sed -n 's/^ *io.kubewarden.policy.version: *//p' "$BATS_TEST_DIRNAME/../metadata.yml")"
+
 setup_file() {
   export REGISTRY_PORT
   REGISTRY_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -44,11 +46,11 @@ manifest() {
 }
 
 @test "push prints the immutable reference; the stored manifest is kwctl's" {
-  run --separate-stderr "$POLICY_HOST" push "$POLICY" "registry://$(REPO):v0.1.0"
+  run --separate-stderr "$POLICY_HOST" push "$POLICY" "registry://$(REPO):v$VERSION"
   assert_success
   assert_output --regexp "^$(REPO)@sha256:[0-9a-f]{64}$"
   local digest="${output#*@}"
-  run manifest v0.1.0
+  run manifest "v$VERSION"
   assert_success
   echo "$output" >"$BATS_FILE_TMPDIR/manifest.json"
   assert_equal "$(jq -r .mediaType <<<"$output")" application/vnd.oci.image.manifest.v1+json
@@ -59,17 +61,17 @@ manifest() {
   assert_equal "$(jq -r '.layers[0].digest' <<<"$output")" "sha256:$(sha256sum "$POLICY" | cut -d' ' -f1)"
   assert_equal "$(jq -r '.layers[0].size' <<<"$output")" "$(stat -c %s "$POLICY")"
   assert_equal "$(jq -r '.annotations["io.kubewarden.policy.title"]' <<<"$output")" single-owner
-  assert_equal "$(jq -r '.annotations["io.kubewarden.policy.version"]' <<<"$output")" 0.1.0
+  assert_equal "$(jq -r '.annotations["io.kubewarden.policy.version"]' <<<"$output")" "$VERSION"
   # The README (usage) spans many lines: only single-line annotations go in the manifest.
   assert_equal "$(jq -r '.annotations | has("io.kubewarden.policy.usage")' <<<"$output")" false
-  assert_equal "sha256:$(manifest v0.1.0 | sha256sum | cut -d' ' -f1)" "$digest"
+  assert_equal "sha256:$(manifest "v$VERSION" | sha256sum | cut -d' ' -f1)" "$digest"
   echo "$digest" >"$BATS_FILE_TMPDIR/digest"
 }
 
 @test "pull by tag and by digest gives back the same bytes" {
   local digest
   digest="$(cat "$BATS_FILE_TMPDIR/digest")"
-  run "$POLICY_HOST" pull "registry://$(REPO):v0.1.0" -o "$BATS_TEST_TMPDIR/by-tag.wasm"
+  run "$POLICY_HOST" pull "registry://$(REPO):v$VERSION" -o "$BATS_TEST_TMPDIR/by-tag.wasm"
   assert_success
   run "$POLICY_HOST" pull "registry://$(REPO)@$digest" -o "$BATS_TEST_TMPDIR/by-digest.wasm"
   assert_success
@@ -78,12 +80,12 @@ manifest() {
 }
 
 @test "the pulled module runs: from a file and straight from the registry" {
-  "$POLICY_HOST" pull "registry://$(REPO):v0.1.0" -o "$BATS_TEST_TMPDIR/pulled.wasm"
+  "$POLICY_HOST" pull "registry://$(REPO):v$VERSION" -o "$BATS_TEST_TMPDIR/pulled.wasm"
   run --separate-stderr "$POLICY_HOST" run -r "$FIXTURES/crd-owner-change.json" "$BATS_TEST_TMPDIR/pulled.wasm"
   assert_success
   assert_rejected
   assert_message_contains 'owner-name=ext-a' 'owner-name=ext-b'
-  run --separate-stderr "$POLICY_HOST" run -r "$FIXTURES/crd-adopt.json" "registry://$(REPO):v0.1.0"
+  run --separate-stderr "$POLICY_HOST" run -r "$FIXTURES/crd-adopt.json" "registry://$(REPO):v$VERSION"
   assert_success
   assert_accepted
   assert_warning_contains 'adopted by owner'

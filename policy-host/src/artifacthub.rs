@@ -39,9 +39,61 @@ struct Link {
     name: String,
     url: String,
 }
-#[derive(Serialize)]
+#[derive(Debug, PartialEq, Serialize)]
 struct Maintainer {
     name: String,
+    email: String,
+}
+
+const AUTHOR: &str = "io.kubewarden.policy.author";
+
+/// The maintainers named by `io.kubewarden.policy.author`: comma-separated `Name <email>`
+/// values, each email well formed, as `kwctl scaffold artifacthub` requires them (with its
+/// error messages), so that Kubewarden's release workflow, which runs it, does not fail.
+fn maintainers(author: &str) -> Result<Vec<Maintainer>> {
+    let csv_error = || {
+        anyhow::anyhow!(
+            "annotation \"{AUTHOR}\" in policy metadata is malformed, must be csv values of \"name <email>\""
+        )
+    };
+    let mut entries = Vec::new();
+    let (mut start, mut quoted, mut bracketed) = (0, false, false);
+    for (i, c) in author.char_indices() {
+        match c {
+            '"' if !bracketed => quoted = !quoted,
+            '<' if !quoted => bracketed = true,
+            '>' if !quoted => bracketed = false,
+            ',' if !quoted && !bracketed => {
+                entries.push(&author[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    entries.push(&author[start..]);
+    entries
+        .into_iter()
+        .map(|entry| {
+            let entry = entry.trim();
+            let (name, rest) = entry.split_once('<').ok_or_else(csv_error)?;
+            let email = rest.strip_suffix('>').ok_or_else(csv_error)?.trim();
+            let email = email_address::EmailAddress::parse_with_options(
+                email,
+                email_address::Options::default(),
+            )
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "annotation \"{:?}\" in policy metadata must be a well formed email: {:?}",
+                    AUTHOR,
+                    e.to_string()
+                )
+            })?;
+            Ok(Maintainer {
+                name: name.trim().trim_matches('"').to_string(),
+                email: email.to_string(),
+            })
+        })
+        .collect()
 }
 #[derive(Serialize)]
 struct Provider {
@@ -124,9 +176,7 @@ pub fn scaffold(
              Then, generate the policy manifest and tune it to your liking. For example:\n\
              ```console\nkwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci}:v{version}\n```\n"
         ),
-        maintainers: vec![Maintainer {
-            name: get("io.kubewarden.policy.author")?,
-        }],
+        maintainers: maintainers(&get(AUTHOR)?)?,
         provider: Provider {
             name: "kubewarden".into(),
         },
@@ -140,4 +190,35 @@ pub fn scaffold(
          # Generated from metadata.yml by `make artifacthub-pkg.yml`; do not edit.\n{}",
         serde_yaml::to_string(&package)?
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn maintainer(name: &str, email: &str) -> Maintainer {
+        Maintainer {
+            name: name.into(),
+            email: email.into(),
+        }
+    }
+
+    #[test]
+    fn authors_are_csv_of_name_and_email() {
+        assert_eq!(
+            maintainers("Ana Dev <ana@example.com>").unwrap(),
+            [maintainer("Ana Dev", "ana@example.com")]
+        );
+        assert_eq!(
+            maintainers("Ana <ana@example.com>, \"Bo, Jr.\" <bo@example.com>").unwrap(),
+            [maintainer("Ana", "ana@example.com"), maintainer("Bo, Jr.", "bo@example.com")]
+        );
+        let e = maintainers("single-owner-policy developers").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "annotation \"io.kubewarden.policy.author\" in policy metadata is malformed, must be csv values of \"name <email>\""
+        );
+        let e = maintainers("Ana <not an email>").unwrap_err();
+        assert!(e.to_string().contains("must be a well formed email"), "{e}");
+    }
 }

@@ -49,3 +49,105 @@ pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
     }
     Ok(spec.clone())
 }
+
+/// Whether the API server would send `request` to the policy of `manifest`, and why not:
+/// its rules, its objectSelector (matched against the new and the old object, either
+/// suffices) and every matchConditions expression (CEL, over `object`, `oldObject` and
+/// `request`), as the API server selects requests for a validating webhook.
+pub fn selects(manifest: &str, request: &Value) -> Result<std::result::Result<(), String>> {
+    let doc: Value = serde_yaml::from_str(manifest).context("the manifest is not YAML")?;
+    let spec = &doc["spec"];
+    ensure!(
+        spec["namespaceSelector"].is_null(),
+        "namespaceSelector needs the namespace's labels, which a request does not carry"
+    );
+    if !spec["rules"]
+        .as_array()
+        .is_some_and(|rules| rules.iter().any(|rule| rule_matches(rule, request)))
+    {
+        return Ok(Err("no rule matches the operation and resource".into()));
+    }
+    let selector = &spec["objectSelector"];
+    if !selector.is_null() {
+        let labels = |o: &str| request[o]["metadata"]["labels"].clone();
+        let objects = ["object", "oldObject"].map(|o| !request[o].is_null());
+        let either = (objects[0] && label_selector_matches(selector, &labels("object"))?)
+            || (objects[1] && label_selector_matches(selector, &labels("oldObject"))?);
+        if !either {
+            return Ok(Err("the objectSelector matches neither object".into()));
+        }
+    }
+    for condition in spec["matchConditions"].as_array().into_iter().flatten() {
+        let name = condition["name"].as_str().unwrap_or("");
+        let expression = condition["expression"]
+            .as_str()
+            .with_context(|| format!("matchConditions {name} has no expression"))?;
+        let program = cel::Program::compile(expression)
+            .map_err(|e| anyhow::anyhow!("matchConditions {name}: {e}"))?;
+        let mut context = cel::Context::default();
+        for (variable, value) in [
+            ("object", &request["object"]),
+            ("oldObject", &request["oldObject"]),
+            ("request", request),
+        ] {
+            let value = cel::to_value(value).map_err(|e| anyhow::anyhow!("{variable}: {e}"))?;
+            context.add_variable_from_value(variable, value);
+        }
+        match program.execute(&context) {
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(cel::Value::Bool(false)) => {
+                return Ok(Err(format!("matchConditions {name} is false")));
+            }
+            Ok(other) => bail!("matchConditions {name} gave {other:?}, not a boolean"),
+            Err(e) => bail!("matchConditions {name} fails on this request: {e}"),
+        }
+    }
+    Ok(Ok(()))
+}
+
+fn rule_matches(rule: &Value, request: &Value) -> bool {
+    let any = |list: &Value, wanted: &str| {
+        list.as_array()
+            .is_some_and(|l| l.iter().any(|v| v == "*" || v == wanted))
+    };
+    let resource = &request["resource"];
+    let sub = request["subResource"].as_str().unwrap_or("");
+    let name = resource["resource"].as_str().unwrap_or("");
+    let resources = rule["resources"].as_array().into_iter().flatten();
+    // "*" is every resource but no subresource; "*/*" everything; "r/s" one subresource.
+    let resource_ok = resources.filter_map(Value::as_str).any(|r| match r.split_once('/') {
+        None => sub.is_empty() && (r == "*" || r == name),
+        Some((res, s)) => (res == "*" || res == name) && (s == "*" || s == sub),
+    });
+    any(&rule["operations"], request["operation"].as_str().unwrap_or(""))
+        && any(&rule["apiGroups"], resource["group"].as_str().unwrap_or(""))
+        && any(&rule["apiVersions"], resource["version"].as_str().unwrap_or(""))
+        && resource_ok
+}
+
+/// A Kubernetes label selector (matchLabels and matchExpressions) against a label map.
+fn label_selector_matches(selector: &Value, labels: &Value) -> Result<bool> {
+    let get = |key: &str| labels.get(key).and_then(Value::as_str);
+    for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
+        if get(key) != value.as_str() {
+            return Ok(false);
+        }
+    }
+    for expression in selector["matchExpressions"].as_array().into_iter().flatten() {
+        let key = expression["key"].as_str().unwrap_or("");
+        let values: Vec<&str> = (expression["values"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        let ok = match expression["operator"].as_str() {
+            Some("Exists") => get(key).is_some(),
+            Some("DoesNotExist") => get(key).is_none(),
+            Some("In") => get(key).is_some_and(|v| values.contains(&v)),
+            Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
+            other => bail!("unknown label selector operator {other:?}"),
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

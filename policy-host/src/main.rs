@@ -66,20 +66,23 @@ enum Command {
     },
     /// Print the metadata stored in a module, like `kwctl inspect`.
     Inspect { module: String },
-    /// Generate artifacthub-pkg.yml from metadata.yml, like `kwctl scaffold artifacthub`.
-    #[command(name = "scaffold-artifacthub")]
-    ScaffoldArtifacthub {
-        #[arg(short = 'm', long = "metadata-path")]
-        metadata: PathBuf,
-        #[arg(long = "questions-path")]
-        questions: Option<PathBuf>,
-        /// The current artifacthub-pkg.yml: its createdAt is kept while the version is the same.
-        #[arg(long = "previous")]
-        previous: Option<PathBuf>,
+    /// Generate files, like `kwctl scaffold`.
+    Scaffold {
+        #[command(subcommand)]
+        what: Scaffold,
     },
     /// Check a ClusterAdmissionPolicy manifest and validate its settings with the module;
     /// prints the spec as JSON.
     VerifyManifest { manifest: PathBuf, module: String },
+    /// Say, for each request, whether the API server would send it to the policy of a
+    /// ClusterAdmissionPolicy manifest (rules, objectSelector, matchConditions): one line each,
+    /// `sent FILE` or `not sent FILE: why`.
+    Selects {
+        manifest: PathBuf,
+        /// Request files (AdmissionRequest or AdmissionReview).
+        #[arg(short = 'r', long = "request-path", required = true)]
+        requests: Vec<PathBuf>,
+    },
     /// Push an annotated module to an OCI registry, like `kwctl push`.
     Push {
         module: String,
@@ -115,6 +118,23 @@ enum Command {
         #[arg(short = 'p', long = "payload-path")]
         payload: PathBuf,
         module: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum Scaffold {
+    /// artifacthub-pkg.yml from metadata.yml, as `kwctl scaffold artifacthub` writes it.
+    Artifacthub {
+        #[arg(short = 'm', long = "metadata-path")]
+        metadata: PathBuf,
+        #[arg(short = 'q', long = "questions-path")]
+        questions: Option<PathBuf>,
+        /// The current artifacthub-pkg.yml: its createdAt is kept while the version is the same.
+        #[arg(long = "previous")]
+        previous: Option<PathBuf>,
+        /// Write the package here instead of to standard output.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -168,8 +188,9 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run(args) => {
             let (policy, request, payload) = args.prepare()?;
+            // One line, as `kwctl run` prints it.
             let response = review::admission_response(&request.uid, policy.validate(&payload));
-            println!("{}", serde_json::to_string_pretty(&response)?);
+            println!("{}", serde_json::to_string(&response)?);
         }
         Command::Bench {
             run,
@@ -230,10 +251,14 @@ fn run(cli: Cli) -> Result<()> {
             std::fs::write(&output, annotated)
                 .with_context(|| format!("cannot write {}", output.display()))?;
         }
-        Command::ScaffoldArtifacthub {
-            metadata,
-            questions,
-            previous,
+        Command::Scaffold {
+            what:
+                Scaffold::Artifacthub {
+                    metadata,
+                    questions,
+                    previous,
+                    output,
+                },
         } => {
             let metadata = metadata::Metadata::from_yaml(&read_text(&metadata)?)?;
             let questions = questions.as_deref().map(read_text).transpose()?;
@@ -244,10 +269,13 @@ fn run(cli: Cli) -> Result<()> {
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
                 .context("cannot read the date")?;
-            print!(
-                "{}",
-                artifacthub::scaffold(&metadata, questions.as_deref(), previous.as_deref(), &now)?
-            );
+            let package =
+                artifacthub::scaffold(&metadata, questions.as_deref(), previous.as_deref(), &now)?;
+            match output {
+                Some(path) => std::fs::write(&path, package)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                None => print!("{package}"),
+            }
         }
         Command::VerifyManifest { manifest, module } => {
             let policy = Policy::load(&read_module(&module)?)?;
@@ -255,6 +283,20 @@ fn run(cli: Cli) -> Result<()> {
                 format!("{} is not a valid policy manifest", manifest.display())
             })?;
             println!("{}", serde_json::to_string(&spec)?);
+        }
+        Command::Selects { manifest, requests } => {
+            let manifest_text = read_text(&manifest)?;
+            for path in requests {
+                let request = review::read_request(&path)?;
+                let request: serde_json::Value = serde_json::from_str(request.raw.get())
+                    .with_context(|| format!("{} is not JSON", path.display()))?;
+                match deploy::selects(&manifest_text, &request)
+                    .with_context(|| format!("{} on {}", manifest.display(), path.display()))?
+                {
+                    Ok(()) => println!("sent {}", path.display()),
+                    Err(why) => println!("not sent {}: {why}", path.display()),
+                }
+            }
         }
         Command::Push {
             module,

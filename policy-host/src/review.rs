@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -78,43 +78,58 @@ pub fn read_settings(json: Option<&str>, path: Option<&Path>) -> Result<Value> {
     })
 }
 
+/// The AdmissionResponse policy-server returns (and `kwctl run` prints): the same fields, in
+/// the same order, with the same ones left out or written as `null`, so that a script reading
+/// one reads the other.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionResponse {
+    pub uid: String,
+    pub allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    pub audit_annotations: Option<Map<String, Value>>,
+    pub warnings: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Status {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+}
+
 /// The AdmissionResponse for a guest answer; a trap or guest error becomes a 500, as in
-/// policy-server.
-pub fn admission_response(uid: &str, answer: Result<ValidationResponse>) -> Value {
-    let mut response = Map::new();
-    response.insert("uid".into(), json!(uid));
-    match answer {
+/// policy-server. The status is there when the guest gave a message or a code, accepted or not.
+pub fn admission_response(uid: &str, answer: Result<ValidationResponse>) -> AdmissionResponse {
+    let answer = match answer {
         Err(e) => {
-            response.insert("allowed".into(), json!(false));
-            response.insert(
-                "status".into(),
-                json!({"message": format!("internal server error: {e:#}"), "code": 500}),
-            );
+            return AdmissionResponse {
+                uid: uid.to_string(),
+                allowed: false,
+                status: Some(Status {
+                    message: Some(format!("internal server error: {e:#}")),
+                    code: Some(500),
+                }),
+                audit_annotations: None,
+                warnings: None,
+            };
         }
-        Ok(answer) => {
-            response.insert("allowed".into(), json!(answer.accepted));
-            if !answer.accepted {
-                let mut status = Map::new();
-                if let Some(message) = answer.message {
-                    status.insert("message".into(), json!(message));
-                }
-                if let Some(code) = answer.code {
-                    status.insert("code".into(), json!(code));
-                }
-                response.insert("status".into(), Value::Object(status));
-            }
-            if answer.mutated_object.is_some() {
-                eprintln!(
-                    "policy-host: the guest returned a mutated object; patches are not computed"
-                );
-            }
-            if let Some(annotations) = answer.audit_annotations {
-                response.insert("auditAnnotations".into(), Value::Object(annotations));
-            }
-            if let Some(warnings) = answer.warnings {
-                response.insert("warnings".into(), json!(warnings));
-            }
-        }
+        Ok(answer) => answer,
+    };
+    if answer.mutated_object.is_some() {
+        eprintln!("policy-host: the guest returned a mutated object; patches are not computed");
     }
-    Value::Object(response)
+    let status = (answer.message.is_some() || answer.code.is_some()).then_some(Status {
+        message: answer.message,
+        code: answer.code,
+    });
+    AdmissionResponse {
+        uid: uid.to_string(),
+        allowed: answer.accepted,
+        status,
+        audit_annotations: answer.audit_annotations,
+        warnings: answer.warnings,
+    }
 }
