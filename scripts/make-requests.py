@@ -23,17 +23,6 @@ def owned(obj, owner):
     return o
 
 
-def request(kind, group, obj, old, namespace=None):
-    r = {"uid": "bench-" + kind.lower(), "kind": {"group": group, "version": "v1", "kind": kind},
-         "resource": {"group": group, "version": "v1", "resource": kind.lower() + "s"},
-         "name": obj["metadata"]["name"], "operation": "UPDATE",
-         "userInfo": {"username": "system:serviceaccount:olmv1-system:operator-controller"},
-         "object": obj, "oldObject": old, "dryRun": False}
-    if namespace:
-        r["namespace"] = namespace
-    return r
-
-
 def pair(kind, group, obj, namespace=None):
     """The accept (same owner) and reject (owner change) requests for one object."""
     old = owned(obj, "ext-a")
@@ -116,8 +105,36 @@ def small_crd():
         "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}})
 
 
+def delete_and_connect():
+    """A DELETE (the API server sends the stored object as oldObject) and a CONNECT (pod exec):
+    accepted without reading the objects' owners."""
+    delete = request("CustomResourceDefinition", "apiextensions.k8s.io", None, owned(small_crd(), "ext-a"))
+    delete.update({"operation": "DELETE", "name": "widgets.example.com"})
+    connect = {"uid": "bench-connect", "kind": {"group": "", "version": "v1", "kind": "PodExecOptions"},
+               "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "exec",
+               "name": "widget-0", "namespace": "widgets", "operation": "CONNECT",
+               "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+               "object": {"apiVersion": "v1", "kind": "PodExecOptions", "stdin": True, "tty": True,
+                          "container": "manager", "command": ["sh"]}, "oldObject": None, "dryRun": False}
+    return {"delete": {"accept": delete}, "connect": {"accept": connect}}
+
+
+def request(kind, group, obj, old, namespace=None):
+    r = {"uid": "bench-" + kind.lower(), "kind": {"group": group, "version": "v1", "kind": kind},
+         "resource": {"group": group, "version": "v1", "resource": kind.lower() + "s"},
+         "name": (obj or old)["metadata"]["name"], "operation": "UPDATE",
+         "userInfo": {"username": "system:serviceaccount:olmv1-system:operator-controller"},
+         "object": obj, "oldObject": old, "dryRun": False}
+    if namespace:
+        r["namespace"] = namespace
+    return r
+
+
 def cases():
     yield "crd-2kb", pair("CustomResourceDefinition", "apiextensions.k8s.io", small_crd())
+    other = delete_and_connect()
+    yield "delete", other["delete"]
+    yield "connect", other["connect"]
     yield "deployment-50kb", pair("Deployment", "apps", deployment(24_000), "widgets")
     if PROMETHEUS.exists():
         yield "crd-prometheus", pair("CustomResourceDefinition", "apiextensions.k8s.io", json.loads(PROMETHEUS.read_text()))

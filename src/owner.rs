@@ -11,7 +11,7 @@
 use std::fmt;
 
 use crate::json::Str;
-use crate::request::{Object, Payload, Request};
+use crate::request::{Metadata, Payload, Request};
 use crate::settings::Settings;
 
 /// The answer to one admission request.
@@ -157,20 +157,17 @@ impl Rules {
 }
 
 impl<'a> Marks<'a> {
-    /// Reads the marks of `object`; an error when one of them is not a readable string.
-    pub fn read(
-        object: &Object,
-        payload: &Payload<'a>,
-        rules: &Rules,
-    ) -> Result<Marks<'a>, String> {
+    /// Reads the marks of an object from its metadata; an error when one of them is not a
+    /// readable string.
+    pub fn read(metadata: &Metadata<'a>, rules: &Rules) -> Result<Marks<'a>, String> {
         let slots = rules.settings.owner_key_count() + 4;
         let mut values = Vec::with_capacity(slots);
         values.resize(slots, None);
-        if let Some(map) = object.labels() {
-            map.find(payload, &rules.label_keys, &mut values)?;
+        if let Some(map) = metadata.labels() {
+            map.find(&rules.label_keys, &mut values)?;
         }
-        if let Some(map) = object.annotations() {
-            map.find(payload, &rules.annotation_keys, &mut values)?;
+        if let Some(map) = metadata.annotations() {
+            map.find(&rules.annotation_keys, &mut values)?;
         }
         Ok(Marks { values })
     }
@@ -260,12 +257,17 @@ fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
         ("CREATE", Some(new), _) => (new, None),
         (_, Some(new), old) => (new, old.as_ref()),
     };
-    let read = |o| Marks::read(o, payload, rules);
-    let (new, old) = match (read(new), old.map(read).transpose()) {
+    let read = |o| payload.metadata(o);
+    let (new_meta, old_meta) = match (read(new), old.map(read).transpose()) {
         (Ok(new), Ok(old)) => (new, old),
         (Err(message), _) | (_, Err(message)) => return Verdict::Unreadable { message },
     };
-    let subject = Subject(request);
+    let marks = |m| Marks::read(m, rules);
+    let (new, old) = match (marks(&new_meta), old_meta.as_ref().map(marks).transpose()) {
+        (Ok(new), Ok(old)) => (new, old),
+        (Err(message), _) | (_, Err(message)) => return Verdict::Unreadable { message },
+    };
+    let subject = Subject::new(request, &new_meta, old_meta.as_ref());
     let checked = check_scope(request, settings, &subject, &new)
         .and_then(|()| check_stamps(settings, &subject, &new));
     if let Err(message) = checked {
@@ -510,16 +512,36 @@ fn unreadable(operation: &str, field: &str) -> Verdict {
 }
 
 /// Names the object as kubectl would: kind, name, namespace, subresource.
-struct Subject<'r, 'a>(&'r Request<'a>);
+struct Subject<'r, 'a> {
+    request: &'r Request<'a>,
+    name: &'r str,
+}
+
+impl<'r, 'a> Subject<'r, 'a> {
+    /// The name is the request's, else the new or old object's (CREATE with `generateName`
+    /// has none yet).
+    fn new(request: &'r Request<'a>, new: &'r Metadata, old: Option<&'r Metadata>) -> Self {
+        let name = [
+            Some(request.name()),
+            new.name.as_deref(),
+            old.and_then(|o| o.name.as_deref()),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|n| !n.is_empty())
+        .unwrap_or("");
+        Subject { request, name }
+    }
+}
 
 impl fmt::Display for Subject<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        let r = self.0;
+        let r = self.request;
         let kind = match r.kind() {
             "" => "object",
             kind => kind,
         };
-        write!(f, "{kind} {:?}", r.object_name())?;
+        write!(f, "{kind} {:?}", self.name)?;
         if !r.is_cluster_scoped() {
             write!(f, " in namespace {:?}", r.namespace())?;
         }

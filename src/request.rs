@@ -5,8 +5,11 @@
 //! `serde_json::Value` of the whole request, we read small views that keep the request's
 //! identity and the objects' `metadata.{name,namespace,labels,annotations}`, borrow strings
 //! from the payload where they hold no escapes, and skip every other value by its structure
-//! (`json`), without recursion. Label and annotation values are only located while reading;
-//! the few the settings name are decoded and checked when the rules ask for them.
+//! (`json`), without recursion. The objects are read in two steps: the request is read
+//! whole, with each object's top-level keys (to find its `metadata`); an object's metadata is
+//! read only when the rules ask for it (CREATE and UPDATE; a DELETE or CONNECT needs none).
+//! Label and annotation values are only located then; the few the settings name are decoded
+//! and checked when the rules ask for them.
 //!
 //! Anything that cannot be read is an error with a message saying what was wrong; the caller
 //! rejects the request (fail closed). `null` and absent values both mean "none".
@@ -19,10 +22,7 @@ pub struct Payload<'a> {
     pub request: Option<Request<'a>>,
     /// The settings as sent (JSON); `admission` parses them, once per distinct value.
     pub settings: Option<&'a [u8]>,
-    /// The entries of every label and annotation map, located as they were read; each
-    /// `StringMap` is a range of them.
-    pub entries: Vec<Entry<'a>>,
-    /// The payload's bytes, to read those entries from.
+    /// The payload's bytes, to read the objects' metadata from.
     pub input: &'a [u8],
 }
 
@@ -41,8 +41,8 @@ pub struct Request<'a> {
     pub name: Option<Str<'a>>,
     pub namespace: Option<Str<'a>>,
     pub sub_resource: Option<Str<'a>>,
-    pub object: Option<Object<'a>>,
-    pub old_object: Option<Object<'a>>,
+    pub object: Option<Object>,
+    pub old_object: Option<Object>,
 }
 
 #[derive(Debug, Default)]
@@ -51,18 +51,23 @@ pub struct GroupVersionKind<'a> {
     pub kind: Option<Str<'a>>,
 }
 
-/// A Kubernetes object, of which only the metadata is read.
+/// A Kubernetes object, of which only the metadata is read (see `Payload::metadata`).
 #[derive(Debug, Default)]
-pub struct Object<'a> {
-    pub metadata: Option<Metadata<'a>>,
+pub struct Object {
+    /// Where its `metadata` starts (a JSON object), unless it has none or it is null.
+    metadata_at: Option<usize>,
 }
 
+/// An object's metadata, as far as the rules read it.
 #[derive(Debug, Default)]
 pub struct Metadata<'a> {
     pub name: Option<Str<'a>>,
     pub namespace: Option<Str<'a>>,
-    pub labels: Option<StringMap>,
-    pub annotations: Option<StringMap>,
+    labels: Option<std::ops::Range<usize>>,
+    annotations: Option<std::ops::Range<usize>>,
+    /// The entries of the label and annotation maps, located as they were read.
+    entries: Vec<Entry<'a>>,
+    input: &'a [u8],
 }
 
 /// Parses a validation payload.
@@ -83,9 +88,7 @@ pub fn read_payload<'a>(
         .object("the validation payload", |r, key| match key {
             b"request" => {
                 seen.once(r, 0, "request")?;
-                read_nullable(r, &mut out.request, |r, q| {
-                    read_request(r, q, &mut out.entries)
-                })
+                read_nullable(r, &mut out.request, read_request)
             }
             b"settings" => {
                 seen.once(r, 1, "settings")?;
@@ -142,11 +145,7 @@ fn string<'a>(r: &mut Reader<'a>, slot: &mut Option<Str<'a>>, what: &'static str
     Ok(())
 }
 
-fn read_request<'a>(
-    r: &mut Reader<'a>,
-    out: &mut Request<'a>,
-    entries: &mut Vec<Entry<'a>>,
-) -> Result<()> {
+fn read_request<'a>(r: &mut Reader<'a>, out: &mut Request<'a>) -> Result<()> {
     let mut seen = Seen::default();
     r.object("request", |r, key| match key {
         b"operation" => {
@@ -172,13 +171,13 @@ fn read_request<'a>(
         b"object" => {
             seen.once(r, 5, "object")?;
             read_nullable(r, &mut out.object, |r, o| {
-                read_object(r, o, entries, "request.object")
+                read_object(r, o, "request.object")
             })
         }
         b"oldObject" => {
             seen.once(r, 6, "oldObject")?;
             read_nullable(r, &mut out.old_object, |r, o| {
-                read_object(r, o, entries, "request.oldObject")
+                read_object(r, o, "request.oldObject")
             })
         }
         _ => r.skip_value(),
@@ -200,27 +199,29 @@ fn read_gvk<'a>(r: &mut Reader<'a>, out: &mut GroupVersionKind<'a>) -> Result<()
     })
 }
 
-fn read_object<'a>(
-    r: &mut Reader<'a>,
-    out: &mut Object<'a>,
-    entries: &mut Vec<Entry<'a>>,
-    what: &'static str,
-) -> Result<()> {
+/// Reads an object's top-level keys: where its metadata is, once; every value is skipped.
+fn read_object(r: &mut Reader, out: &mut Object, what: &'static str) -> Result<()> {
     let mut seen = Seen::default();
     r.object(what, |r, key| match key {
         b"metadata" => {
             seen.once(r, 0, "metadata")?;
-            read_nullable(r, &mut out.metadata, |r, m| read_metadata(r, m, entries))
+            out.metadata_at = match r.peek() {
+                Some(b'{') => Some(r.position()),
+                Some(b'n') => None,
+                Some(_) => {
+                    let found = r.found();
+                    return Err(r.error(format!("metadata must be a JSON object, not {found}")));
+                }
+                None => None,
+            };
+            r.skip_value()
         }
         _ => r.skip_value(),
     })
 }
 
-fn read_metadata<'a>(
-    r: &mut Reader<'a>,
-    out: &mut Metadata<'a>,
-    entries: &mut Vec<Entry<'a>>,
-) -> Result<()> {
+fn read_metadata<'a>(r: &mut Reader<'a>, out: &mut Metadata<'a>) -> Result<()> {
+    let entries = &mut out.entries;
     let mut seen = Seen::default();
     r.object("metadata", |r, key| match key {
         b"name" => {
@@ -247,11 +248,11 @@ fn read_metadata<'a>(
     })
 }
 
-/// A label or annotation map: every value a string. The entries are only located here;
-/// `StringMap::find` reads the ones the rules need.
+/// A label or annotation map: every value a string. The entries are only located here, into
+/// `entries`; `out` becomes the range of them that this map holds.
 fn read_string_map<'a>(
     r: &mut Reader<'a>,
-    out: &mut StringMap,
+    out: &mut std::ops::Range<usize>,
     entries: &mut Vec<Entry<'a>>,
     what: &'static str,
 ) -> Result<()> {
@@ -277,11 +278,26 @@ fn read_string_map<'a>(
         });
         r.skip_string_span().map(drop)
     })?;
-    *out = StringMap {
-        what,
-        entries: first..entries.len(),
-    };
+    *out = first..entries.len();
     Ok(())
+}
+
+impl<'a> Payload<'a> {
+    /// Reads an object's metadata (name, namespace, where the labels and annotations are);
+    /// only the rules of CREATE and UPDATE need it. An object without metadata has none of it.
+    pub fn metadata(&self, object: &Object) -> std::result::Result<Metadata<'a>, String> {
+        let mut metadata = Metadata {
+            input: self.input,
+            ..Metadata::default()
+        };
+        if let Some(at) = object.metadata_at {
+            let mut r = Reader::new(self.input);
+            r.seek(at);
+            read_metadata(&mut r, &mut metadata)
+                .map_err(|e| format!("the admission request cannot be read: {e}"))?;
+        }
+        Ok(metadata)
+    }
 }
 
 impl Request<'_> {
@@ -310,50 +326,49 @@ impl Request<'_> {
         self.namespace().is_empty() || core_namespace
     }
 
-    /// The object's name: the request's, else the new or old object's (CREATE with
-    /// `generateName` has none yet).
-    pub fn object_name(&self) -> &str {
-        fn meta_name<'r>(o: &'r Option<Object>) -> Option<&'r str> {
-            o.as_ref()?.metadata.as_ref()?.name.as_deref()
-        }
-        self.name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .or_else(|| meta_name(&self.object))
-            .or_else(|| meta_name(&self.old_object))
-            .unwrap_or("")
+    /// The request's name of the object (empty for a CREATE with `generateName`).
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
     }
 }
 
-impl Object<'_> {
-    pub fn labels(&self) -> Option<&StringMap> {
-        self.metadata.as_ref()?.labels.as_ref()
+impl<'a> Metadata<'a> {
+    pub fn labels(&self) -> Option<StringMap<'_, 'a>> {
+        self.map("metadata.labels", self.labels.clone()?)
     }
 
-    pub fn annotations(&self) -> Option<&StringMap> {
-        self.metadata.as_ref()?.annotations.as_ref()
+    pub fn annotations(&self) -> Option<StringMap<'_, 'a>> {
+        self.map("metadata.annotations", self.annotations.clone()?)
+    }
+
+    fn map(&self, what: &'static str, range: std::ops::Range<usize>) -> Option<StringMap<'_, 'a>> {
+        Some(StringMap {
+            what,
+            entries: self.entries.get(range)?,
+            input: self.input,
+        })
     }
 }
 
-/// A label or annotation map: a range of the payload's `entries`.
-#[derive(Debug, Clone, Default)]
-pub struct StringMap {
+/// A label or annotation map, as located in the payload.
+#[derive(Debug, Clone)]
+pub struct StringMap<'m, 'a> {
     what: &'static str,
-    entries: std::ops::Range<usize>,
+    entries: &'m [Entry<'a>],
+    input: &'a [u8],
 }
 
-impl StringMap {
+impl<'a> StringMap<'_, 'a> {
     /// Reads the values of `keys` from the map: for each `(key, i)`, `values[i]` gets the
-    /// value of `key`, its escapes decoded and its characters checked. A key the rules read must be there once: with a duplicate, the
-    /// last value must not win silently.
-    pub fn find<'a>(
+    /// value of `key`, its escapes decoded and its characters checked. A key the rules read
+    /// must be there once: with a duplicate, the last value must not win silently.
+    pub fn find(
         &self,
-        payload: &Payload<'a>,
         keys: &[(String, usize)],
         values: &mut [Option<Str<'a>>],
     ) -> std::result::Result<(), String> {
         let what = self.what;
-        let reader = Reader::new(payload.input);
+        let reader = Reader::new(self.input);
         let read = |entry: &Entry<'a>| -> Result<()> {
             let decoded;
             let name = if entry.key.escaped {
@@ -385,11 +400,7 @@ impl StringMap {
             }
             Ok(())
         };
-        let entries = payload
-            .entries
-            .get(self.entries.clone())
-            .unwrap_or_default();
-        entries
+        self.entries
             .iter()
             .try_for_each(read)
             .map_err(|e| format!("the admission request cannot be read: {e}"))
@@ -403,10 +414,10 @@ mod tests {
     /// A label of the request's new object.
     fn label<'a>(p: &Payload<'a>, key: &str) -> std::result::Result<Option<Str<'a>>, String> {
         let object = p.request.as_ref().and_then(|r| r.object.as_ref()).unwrap();
+        let metadata = p.metadata(object)?;
         let mut values = [None];
-        match object.labels() {
-            Some(m) => m.find(p, &[(key.to_string(), 0)], &mut values)?,
-            None => return Ok(None),
+        if let Some(map) = metadata.labels() {
+            map.find(&[(key.to_string(), 0)], &mut values)?;
         }
         let [value] = values;
         Ok(value)
@@ -427,10 +438,11 @@ mod tests {
         assert_eq!(label(&p, "a").unwrap().as_deref(), Some("1"));
         assert_eq!(label(&p, "b").unwrap().as_deref(), Some("2"));
         assert_eq!(label(&p, "c").unwrap(), None);
-        let object = r.object.as_ref().unwrap();
+        let metadata = p.metadata(r.object.as_ref().unwrap()).unwrap();
+        assert_eq!(metadata.name.as_deref(), Some("cm"));
         let mut both = [None, None, None];
         let keys = [("b".to_string(), 0), ("a".to_string(), 2)];
-        object.labels().unwrap().find(&p, &keys, &mut both).unwrap();
+        metadata.labels().unwrap().find(&keys, &mut both).unwrap();
         assert_eq!(
             both.map(|v| v.map(|s| s.to_string())),
             [Some("2".into()), None, Some("1".into())]
@@ -439,7 +451,7 @@ mod tests {
             label(&p, "a").unwrap().unwrap().0,
             std::borrow::Cow::Borrowed(_)
         ));
-        assert!(object.annotations().is_none());
+        assert!(metadata.annotations().is_none());
         assert!(r.old_object.is_none());
         assert_eq!(p.settings, Some(&b"{}"[..]));
     }
@@ -454,8 +466,10 @@ mod tests {
 
     #[test]
     fn a_value_is_checked_when_it_is_read() {
-        let p = parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"a":"\ud800","b":"ok","c":"x","c":"y"}}}}}"#)
-            .unwrap();
+        let p = parse_payload(
+            br#"{"request":{"object":{"metadata":{"labels":{"a":"\ud800","b":"ok","c":"x","c":"y"}}}}}"#,
+        )
+        .unwrap();
         assert_eq!(label(&p, "b").unwrap().as_deref(), Some("ok"));
         let e = label(&p, "a").unwrap_err();
         assert!(
@@ -467,11 +481,30 @@ mod tests {
             e.contains(r#"metadata.labels has the key "c" more than once"#),
             "{e}"
         );
+    }
+
+    #[test]
+    fn metadata_is_read_only_when_asked() {
+        // Labels that are not strings: found when the metadata is read, not before.
+        let p =
+            parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"d":7}}}}}"#).unwrap();
+        let object = p.request.as_ref().unwrap().object.as_ref().unwrap();
         assert!(
-            parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"d":7}}}}}"#)
+            p.metadata(object)
                 .unwrap_err()
                 .contains(r#"metadata.labels "d" must be a string, not a number"#)
         );
+        // The object's own structure, and where its metadata is, are read with the request.
+        let e = parse_payload(br#"{"request":{"object":{"metadata":"x"}}}"#).unwrap_err();
+        assert!(
+            e.contains("metadata must be a JSON object, not a string"),
+            "{e}"
+        );
+        let e =
+            parse_payload(br#"{"request":{"object":{"metadata":{},"metadata":{}}}}"#).unwrap_err();
+        assert!(e.contains("duplicate field `metadata`"), "{e}");
+        let e = parse_payload(br#"{"request":{"object":{"metadata":{"labels":[}}}}"#).unwrap_err();
+        assert!(e.contains("mismatched brackets"), "{e}");
     }
 
     #[test]
@@ -491,12 +524,5 @@ mod tests {
         );
         let p = parse_payload(payload.as_bytes()).unwrap();
         assert_eq!(label(&p, "a").unwrap().as_deref(), Some("b"));
-    }
-
-    #[test]
-    fn object_name_falls_back_to_metadata() {
-        let p = parse_payload(br#"{"request":{"name":"","object":{"metadata":{"name":"x"}}}}"#)
-            .unwrap();
-        assert_eq!(p.request.unwrap().object_name(), "x");
     }
 }

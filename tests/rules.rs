@@ -317,7 +317,7 @@ fn missing_objects_are_unreadable(#[case] json: &str, #[case] expected: &str) {
 #[case::duplicate_escaped_label(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-name":"a","olm.operatorframework.io\/owner-name":"b"}}}}}"#[..],
     "metadata.labels has the key \"olm.operatorframework.io/owner-name\" more than once")]
 #[case::duplicate_annotation(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"annotations":{"olm.operatorframework.io/revision":"1","olm.operatorframework.io/revision":"1"}}}}}"#[..], "metadata.annotations has the key \"olm.operatorframework.io/revision\" more than once")]
-#[case::duplicate_labels_field(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":{},"labels":{"a":"b"}}}}}"#[..], "duplicate field `labels`")]
+#[case::duplicate_labels_field(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{"labels":{},"labels":{"a":"b"}}},"oldObject":{}}}"#[..], "duplicate field `labels`")]
 #[case::duplicate_metadata(&br#"{"request":{"operation":"UPDATE","object":{"metadata":{},"metadata":{}}}}"#[..], "duplicate field `metadata`")]
 #[case::invalid_utf8(&b"{\"request\":{\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"labels\":{\"olm.operatorframework.io/owner-name\":\"\xc3\x28\"}}}}}"[..], "metadata.labels \"olm.operatorframework.io/owner-name\": the payload is not valid UTF-8 (in a string) at line 1 column")]
 #[case::bad_escape(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"olm.operatorframework.io/owner-kind":"\q"}}}}}"#[..], "invalid escape")]

@@ -517,15 +517,25 @@ impl<'a> Reader<'a> {
     /// Skips one value of any kind and depth, without recursion. Strings, numbers and
     /// literals are checked as they are read; of an array or object only the structure is
     /// checked (see `structural`).
+    #[inline]
     pub fn skip_value(&mut self) -> Result<()> {
         match self.peek() {
             Some(b'"') => self.skip_string_span().map(drop),
+            Some(b'{' | b'[') => self.skip_container(),
+            _ => self.skip_scalar(),
+        }
+    }
+
+    /// Skips the array or object at the next byte.
+    #[inline(never)]
+    fn skip_container(&mut self) -> Result<()> {
+        match self.peek() {
             // An empty array or object, as `settings: {}` often is.
             Some(open @ (b'{' | b'[')) if self.input.get(self.pos + 1) == Some(&(open + 2)) => {
                 self.pos += 2;
                 Ok(())
             }
-            Some(b'{' | b'[') => match skip_container(self.input, self.pos) {
+            _ => match skip_container(self.input, self.pos) {
                 Ok(end) => {
                     self.pos = end;
                     Ok(())
@@ -542,6 +552,13 @@ impl<'a> Reader<'a> {
                     ))
                 }
             },
+        }
+    }
+
+    /// Skips the number or literal at the next byte, checking it.
+    #[inline(never)]
+    fn skip_scalar(&mut self) -> Result<()> {
+        match self.peek() {
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
