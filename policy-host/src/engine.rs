@@ -127,7 +127,10 @@ fn log_guest_event(payload: &[u8]) {
 /// Reads a module from a path, a `file://` URL or a `registry://` reference.
 pub fn read_module(location: &str) -> Result<Vec<u8>> {
     if location.starts_with("registry://") {
+        #[cfg(feature = "registry")]
         return crate::registry::pull(location);
+        #[cfg(not(feature = "registry"))]
+        bail!("{location}: this policy-host was built without the registry feature");
     }
     if location.starts_with("https://") {
         bail!("{location}: https:// modules are not supported by policy-host");

@@ -10,6 +10,9 @@ mod deploy;
 mod engine;
 mod memory;
 mod metadata;
+#[cfg(feature = "race")]
+mod race;
+#[cfg(feature = "registry")]
 mod registry;
 mod review;
 mod soak;
@@ -74,6 +77,7 @@ enum Command {
     /// Check a ClusterAdmissionPolicy manifest and validate its settings with the module;
     /// prints the spec as JSON.
     VerifyManifest { manifest: PathBuf, module: String },
+    #[cfg(feature = "selects")]
     /// Say, for each request, whether the API server would send it to the policy of a
     /// ClusterAdmissionPolicy manifest (rules, objectSelector, matchConditions): one line each,
     /// `sent FILE` or `not sent FILE: why`.
@@ -83,12 +87,48 @@ enum Command {
         #[arg(short = 'r', long = "request-path", required = true)]
         requests: Vec<PathBuf>,
     },
+    #[cfg(feature = "race")]
+    /// Race reconcilers over a real etcd through the API server's write path: ownership
+    /// checked by each client, or by the policy at admission (see src/race/mod.rs).
+    Race {
+        /// Scenarios to run (all by default).
+        #[arg(long = "scenario", value_enum)]
+        scenarios: Vec<race::Scenario>,
+        /// Modes to run (both by default).
+        #[arg(long = "mode", value_enum)]
+        modes: Vec<race::Mode>,
+        #[arg(long, default_value = "6")]
+        writers: usize,
+        #[arg(long, default_value = "12")]
+        objects: usize,
+        /// Seconds each run lasts at most.
+        #[arg(long, default_value = "10")]
+        duration: f64,
+        /// Writes each writer makes at most.
+        #[arg(long, default_value = "1000")]
+        writes: usize,
+        /// Mean think time between a writer's read and its write, in milliseconds.
+        #[arg(long = "think-ms", default_value = "2")]
+        think_ms: f64,
+        #[arg(long, default_value = "1")]
+        seed: u64,
+        /// The etcd binary (Debian package etcd-server).
+        #[arg(long, default_value = "etcd")]
+        etcd: String,
+        /// Fail on any admission-mode violation, or a client-check run with none.
+        #[arg(long)]
+        require: bool,
+        /// The policy module.
+        module: String,
+    },
+    #[cfg(feature = "registry")]
     /// Push an annotated module to an OCI registry, like `kwctl push`.
     Push {
         module: String,
         /// registry://HOST/REPO:TAG
         destination: String,
     },
+    #[cfg(feature = "registry")]
     /// Pull a module from an OCI registry, like `kwctl pull`.
     Pull {
         /// registry://HOST/REPO:TAG or registry://HOST/REPO@sha256:...
@@ -175,6 +215,9 @@ impl RunArgs {
 }
 
 fn main() -> ExitCode {
+    // The TLS crypto provider of the HTTP clients (registry, race): ring (see Cargo.toml).
+    #[cfg(feature = "registry")]
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -284,6 +327,44 @@ fn run(cli: Cli) -> Result<()> {
             })?;
             println!("{}", serde_json::to_string(&spec)?);
         }
+        #[cfg(feature = "race")]
+        Command::Race {
+            scenarios,
+            modes,
+            writers,
+            objects,
+            duration,
+            writes,
+            think_ms,
+            seed,
+            etcd,
+            require,
+            module,
+        } => {
+            use clap::ValueEnum;
+            let scenarios = if scenarios.is_empty() {
+                race::Scenario::value_variants().to_vec()
+            } else {
+                scenarios
+            };
+            let modes = if modes.is_empty() {
+                race::Mode::value_variants().to_vec()
+            } else {
+                modes
+            };
+            let opts = race::Options {
+                module: read_module(&module)?,
+                etcd,
+                writers,
+                objects,
+                duration: Duration::from_secs_f64(duration),
+                writes,
+                think: Duration::from_secs_f64(think_ms / 1000.0),
+                seed,
+            };
+            race::race(&scenarios, &modes, &opts, require)?;
+        }
+        #[cfg(feature = "selects")]
         Command::Selects { manifest, requests } => {
             let manifest_text = read_text(&manifest)?;
             for path in requests {
@@ -298,12 +379,14 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        #[cfg(feature = "registry")]
         Command::Push {
             module,
             destination,
         } => {
             println!("{}", registry::push(&read_module(&module)?, &destination)?);
         }
+        #[cfg(feature = "registry")]
         Command::Pull { source, output } => {
             let module = registry::pull(&source)?;
             std::fs::write(&output, module)
