@@ -30,10 +30,13 @@ policy.wasm: FORCE
 	cp $(WASM_OUT) target/policy.unopt.wasm
 	wasm-opt $(WASM_OPT_FLAGS) -Oz target/policy.unopt.wasm -o policy.wasm
 
-# policy-host and every other native build use the `host` profile (Cargo.toml), so that
-# wasmtime compiles once per machine.
+# policy-host and every other native build use the `host` profile (Cargo.toml), and build
+# the whole workspace with all its targets, as the lint and the tests do: with the same
+# packages selected, the features of the shared dependencies (syn, through the tests' proc
+# macros) are the same, so that wasmtime compiles once per machine, not once per command.
+HOST_BUILD := cargo build --profile host --workspace --all-targets
 $(HOST): FORCE
-	cargo build --profile host -p policy-host
+	$(HOST_BUILD)
 
 host: $(HOST)
 
@@ -58,7 +61,7 @@ publish: annotated-policy.wasm
 	else $(MAKE) -s host && $(HOST) push annotated-policy.wasm $(OCI_REF); fi
 
 # The main job: build the module and evaluate a sample request (an owner change on a CRD),
-# with kwctl when it is installed, else with policy-host.
+# with kwctl when it is installed, else with policy-host, built with just what `run` needs.
 ifeq ($(KWCTL_BIN),)
 run: policy.wasm
 	cargo build --profile host -p policy-host --no-default-features
@@ -111,7 +114,7 @@ CLIPPY_DRIVER = $(shell dirname $$(rustup which cargo))/clippy-driver
 lint: lint-workflows
 	@rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 	CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" RUSTC_WORKSPACE_WRAPPER=$(CLIPPY_DRIVER) \
-		cargo build --workspace --all-targets --profile host
+		$(HOST_BUILD)
 	cargo clippy --target wasm32-wasip1 -p single-owner-policy -- -D warnings
 
 # actionlint and zizmor on .github/workflows, and the make targets they call.
