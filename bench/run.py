@@ -124,9 +124,15 @@ def main():
     def med(case, outcome="reject", module="policy"):
         return results[(case, outcome)][module]["median_ns"]
 
-    def per_mb(case, outcome):
-        r = results[(case, outcome)]["policy"]
+    def per_mb(case, outcome, module="policy"):
+        r = results[(case, outcome)][module]
         return r["median_ns"] / r["payload_bytes"]
+
+    def guest_per_mb(case, outcome):
+        """The policy's own time per MB: its time less the null module's (the host's copy of
+        the payload into the guest, which is the same for every module and itself grows
+        faster than the payload once it leaves the caches)."""
+        return (med(case, outcome) - med(case, outcome, "null")) / results[(case, outcome)]["policy"]["payload_bytes"]
 
     # Each check: (name, value, bar, higher is better).
     checks = []
@@ -156,8 +162,11 @@ def main():
                            f"{then:.2f} (+5%)", now, then * 1.05, False))
     for big, small in (("configmap-4mb", "configmap-1mb"), ("crd-synthetic-4mb", "crd-synthetic-1mb")):
         for o in BOTH:
-            ratio = per_mb(big, o) / per_mb(small, o)
-            checks.append((f"{big} vs {small} {o}: time per MB ratio {ratio:.2f} <= 1.1", ratio, 1.1, False))
+            ratio = guest_per_mb(big, o) / guest_per_mb(small, o)
+            raw = per_mb(big, o) / per_mb(small, o)
+            null = per_mb(big, o, "null") / per_mb(small, o, "null")
+            checks.append((f"{big} vs {small} {o}: time per MB ratio, less the null module's, {ratio:.2f} <= 1.1 "
+                           f"(with the host's copy: policy {raw:.2f}, null module {null:.2f})", ratio, 1.1, False))
     for case in ("crd-synthetic-4mb", "configmap-4mb"):
         r = results[(case, "reject")]["policy"]
         limit = 2 * r["payload_bytes"] + 2 * 2**20

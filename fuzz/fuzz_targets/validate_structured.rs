@@ -150,13 +150,16 @@ fuzz_target!(|input: Input| {
         Malformation::UnclosedSpec => insert(&payload, r#""spec":[{"#),
         Malformation::Truncate(n) => payload[..n as usize % payload.len()].to_string(),
     };
-    // A duplicate key of a label map is only refused where the rules read that map: a
-    // DELETE or CONNECT is accepted without reading the objects' owners (unless the edit
-    // also made `labels` a duplicate field, which is refused wherever it is).
-    let edited_object = input.new.as_ref().or(input.old.as_ref());
-    let ignored = matches!(input.malformation, Malformation::DuplicateOwnerLabel)
-        && matches!(input.operation, Operation::Delete | Operation::Connect)
-        && edited_object.is_some_and(|o| o.labels.is_none());
+    // A DELETE or CONNECT is accepted without reading the objects' metadata, so what an edit
+    // breaks inside it (a label's type, a duplicate key, `labels` an array or twice) is not
+    // seen; `metadata` that is not an object, or broken brackets, are refused whatever the
+    // operation.
+    let ignored = matches!(
+        input.malformation,
+        Malformation::LabelValueNumber
+            | Malformation::DuplicateOwnerLabel
+            | Malformation::LabelsArray
+    ) && matches!(input.operation, Operation::Delete | Operation::Connect);
     let malformed = edited != payload && !ignored;
     let answer = admission::validate(edited.as_bytes());
     if !answer.accepted {

@@ -49,9 +49,10 @@ impl Policy {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let module = compiled(&engine, module)?;
         let provider = WasmtimeEngineProviderBuilder::new()
             .engine(engine)
-            .module_bytes(module)
+            .module(module)
             .wasi_params(WasiParams::default())
             .build()
             .context("cannot instantiate the policy module")?;
@@ -86,6 +87,42 @@ impl Policy {
     pub fn memory_bytes(&self) -> usize {
         self.memory.bytes()
     }
+}
+
+/// The module compiled for `engine`, from the cache when it was compiled before: the e2e
+/// suite loads the same module a few hundred times, and policy-host's cranelift is built
+/// unoptimized (Cargo.toml, profile `host`). The cache is `target/host/module-cache` beside the
+/// binary (or `$POLICY_HOST_CACHE`), one file per module, named by its SHA-256; a file that
+/// does not load (another wasmtime, another configuration) is compiled again and replaced.
+fn compiled(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<wasmtime::Module> {
+    use sha2::{Digest, Sha256};
+    let dir = match std::env::var_os("POLICY_HOST_CACHE") {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::env::current_exe()?
+            .parent()
+            .context("policy-host has no directory")?
+            .join("module-cache"),
+    };
+    let digest: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let path = dir.join(format!("{digest}.cwasm"));
+    if path.exists() {
+        // SAFETY: the file is one this function wrote with `Module::serialize` for this
+        // module's bytes (its name is their digest); wasmtime checks that it was produced by
+        // the same wasmtime version and a compatible configuration, and refuses it otherwise.
+        if let Ok(module) = unsafe { wasmtime::Module::deserialize_file(engine, &path) } {
+            return Ok(module);
+        }
+    }
+    let module = wasmtime::Module::new(engine, bytes).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    // The cache is an optimization: failing to write it is not an error.
+    let _ = (|| -> Result<()> {
+        std::fs::create_dir_all(&dir)?;
+        let tmp = dir.join(format!("{digest}.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, module.serialize().map_err(|e| anyhow::anyhow!("{e:#}"))?)?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(())
+    })();
+    Ok(module)
 }
 
 /// The validation payload policy-server sends: the bare AdmissionRequest and the settings.
