@@ -123,11 +123,14 @@ lint: lint-workflows
 lint-workflows:
 	./scripts/lint-workflows.sh
 
+# The fuzz crate is a workspace of its own (cargo-fuzz's layout), so it is named apart.
 fmt:
 	cargo fmt --all
+	cargo fmt --all --manifest-path fuzz/Cargo.toml
 
 fmt-check:
 	cargo fmt --all -- --check
+	cargo fmt --all --manifest-path fuzz/Cargo.toml -- --check
 
 # Every test: formatting, lints, unit and property tests, the e2e suites through the built
 # module (rules, hostile inputs, leak check, registry push/pull, metadata), the race against

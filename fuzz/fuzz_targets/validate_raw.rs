@@ -60,7 +60,10 @@ fn skeleton(data: &[u8], serde_ok: Option<bool>) -> bool {
 fuzz_target!(|data: &[u8]| {
     let answer = admission::validate(data);
     if !answer.accepted {
-        assert!(answer.message.as_deref().is_some_and(|m| !m.is_empty()), "rejection without a message");
+        assert!(
+            answer.message.as_deref().is_some_and(|m| !m.is_empty()),
+            "rejection without a message"
+        );
         assert!(answer.warnings.is_none());
     }
     // The bytes the waPC entry point returns are JSON, and say the same.
@@ -74,14 +77,28 @@ fuzz_target!(|data: &[u8]| {
         Ok(_) => Some(true),
         // Where serde_json stops early, on syntax JSON allows: nesting deeper than its limit,
         // numbers too large for an f64 (JSON has no range). It says nothing of the rest.
-        Err(e) if e.to_string().contains("recursion limit") || e.to_string().contains("number out of range") => None,
+        Err(e)
+            if e.to_string().contains("recursion limit")
+                || e.to_string().contains("number out of range") =>
+        {
+            None
+        }
         Err(_) => Some(false),
     };
     if serde_ok == Some(true) {
-        assert!(ours.is_ok(), "serde_json reads it, the reader refuses: {ours:?}");
+        assert!(
+            ours.is_ok(),
+            "serde_json reads it, the reader refuses: {ours:?}"
+        );
     }
     if !skeleton(data, serde_ok) {
-        assert!(ours.is_err(), "the reader accepts what is not one JSON value");
-        assert!(!answer.accepted, "accepted a payload that is not one JSON value");
+        assert!(
+            ours.is_err(),
+            "the reader accepts what is not one JSON value"
+        );
+        assert!(
+            !answer.accepted,
+            "accepted a payload that is not one JSON value"
+        );
     }
 });

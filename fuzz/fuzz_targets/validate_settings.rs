@@ -22,6 +22,10 @@ fuzz_target!(|data: &[u8]| {
             r#"{{"request":{{"operation":"UPDATE","name":"x","object":{{}},"oldObject":{{}}}},"settings":{settings}}}"#
         );
         let verdict = admission::validate(payload.as_bytes());
-        assert!(verdict.accepted, "valid settings {settings} refused in validate: {:?}", verdict.message);
+        assert!(
+            verdict.accepted,
+            "valid settings {settings} refused in validate: {:?}",
+            verdict.message
+        );
     }
 });

@@ -94,7 +94,10 @@ fn map(pairs: &[(u8, u8)], keys: &[&str]) -> BTreeMap<String, String> {
 
 fn meta(o: &Object) -> Meta {
     (
-        o.labels.as_deref().map(|l| map(l, &LABEL_KEYS)).unwrap_or_default(),
+        o.labels
+            .as_deref()
+            .map(|l| map(l, &LABEL_KEYS))
+            .unwrap_or_default(),
         (o.annotations.as_deref())
             .map(|a| map(a, &ANNOTATION_KEYS))
             .unwrap_or_default(),
@@ -130,7 +133,11 @@ fuzz_target!(|input: Input| {
     };
     let object = input.new.as_ref().map_or("null".to_string(), object_json);
     let old = input.old.as_ref().map_or("null".to_string(), object_json);
-    let namespace = if input.namespaced { r#""namespace":"team-a","# } else { "" };
+    let namespace = if input.namespaced {
+        r#""namespace":"team-a","#
+    } else {
+        ""
+    };
     let settings = model::settings(input.adoption, input.orphaning);
     let payload = format!(
         r#"{{"request":{{"uid":"u","operation":"{operation}",{namespace}"kind":{{"group":"","kind":"ConfigMap"}},"name":"o","object":{object},"oldObject":{old}}},"settings":{settings}}}"#
@@ -181,5 +188,9 @@ fuzz_target!(|input: Input| {
         input.adoption,
         input.orphaning,
     );
-    assert_eq!(answer.accepted, expected, "{payload} -> {:?}", answer.message);
+    assert_eq!(
+        answer.accepted, expected,
+        "{payload} -> {:?}",
+        answer.message
+    );
 });

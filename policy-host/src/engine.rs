@@ -103,7 +103,10 @@ fn compiled(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<wasmtime::Module>
             .context("policy-host has no directory")?
             .join("module-cache"),
     };
-    let digest: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let digest: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let path = dir.join(format!("{digest}.cwasm"));
     if path.exists() {
         // SAFETY: the file is one this function wrote with `Module::serialize` for this
@@ -118,7 +121,10 @@ fn compiled(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<wasmtime::Module>
     let _ = (|| -> Result<()> {
         std::fs::create_dir_all(&dir)?;
         let tmp = dir.join(format!("{digest}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, module.serialize().map_err(|e| anyhow::anyhow!("{e:#}"))?)?;
+        std::fs::write(
+            &tmp,
+            module.serialize().map_err(|e| anyhow::anyhow!("{e:#}"))?,
+        )?;
         std::fs::rename(&tmp, &path)?;
         Ok(())
     })();
