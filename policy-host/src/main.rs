@@ -317,7 +317,8 @@ fn run(cli: Cli) -> Result<()> {
             match output {
                 Some(path) => std::fs::write(&path, package)
                     .with_context(|| format!("cannot write {}", path.display()))?,
-                None => print!("{package}"),
+                // As kwctl: the document, then a line feed of its own (an empty last line).
+                None => println!("{package}"),
             }
         }
         Command::VerifyManifest { manifest, module } => {

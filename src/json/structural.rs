@@ -33,16 +33,39 @@ pub struct Masks {
     pub curly: u64,
 }
 
-/// Classifies a block: four 16-byte vectors, four comparisons each.
+/// Classifies a block: its string masks, then its bracket masks.
 #[inline(always)]
 pub fn classify(block: &[u8; 64]) -> Masks {
-    let mut m = Masks {
-        quote: 0,
-        backslash: 0,
-        open: 0,
-        close: 0,
-        curly: 0,
-    };
+    let (quote, backslash) = string_masks(block);
+    let (open, close, curly) = bracket_masks(block);
+    Masks {
+        quote,
+        backslash,
+        open,
+        close,
+        curly,
+    }
+}
+
+/// The quotes and backslashes of a block: all that matters of a block inside a string.
+#[inline(always)]
+pub fn string_masks(block: &[u8; 64]) -> (u64, u64) {
+    let (mut quote, mut backslash) = (0, 0);
+    for (i, chunk) in block.chunks_exact(16).enumerate() {
+        let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else {
+            continue;
+        };
+        let v = V16::load(chunk);
+        quote |= u64::from(v.eq(b'"').mask()) << (16 * i);
+        backslash |= u64::from(v.eq(b'\\').mask()) << (16 * i);
+    }
+    (quote, backslash)
+}
+
+/// The brackets of a block: opening (`{`, `[`), closing (`}`, `]`), and which are braces.
+#[inline(always)]
+pub fn bracket_masks(block: &[u8; 64]) -> (u64, u64, u64) {
+    let (mut open, mut close, mut curly) = (0, 0, 0);
     for (i, chunk) in block.chunks_exact(16).enumerate() {
         let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else {
             continue;
@@ -51,13 +74,11 @@ pub fn classify(block: &[u8; 64]) -> Masks {
         // `[`/`{` and `]`/`}` differ only in bit 0x20, and no other byte maps onto them.
         let folded = v.with_bits(0x20);
         let at = 16 * i;
-        m.quote |= u64::from(v.eq(b'"').mask()) << at;
-        m.backslash |= u64::from(v.eq(b'\\').mask()) << at;
-        m.open |= u64::from(folded.eq(b'{').mask()) << at;
-        m.close |= u64::from(folded.eq(b'}').mask()) << at;
-        m.curly |= u64::from(v.eq(b'{').or(v.eq(b'}')).mask()) << at;
+        open |= u64::from(folded.eq(b'{').mask()) << at;
+        close |= u64::from(folded.eq(b'}').mask()) << at;
+        curly |= u64::from(v.eq(b'{').or(v.eq(b'}')).mask()) << at;
     }
-    m
+    (open, close, curly)
 }
 
 /// The bytes escaped by a backslash: the byte after each run of backslashes of odd length.
@@ -124,12 +145,21 @@ pub fn skip_container(input: &[u8], start: usize) -> Result<usize, SkipError> {
                 &padded
             }
         };
-        let m = classify(block);
-        let quotes = m.quote & !escaped(m.backslash, &mut escape_carry);
+        let (quote, backslash) = string_masks(block);
+        if in_string != 0 && quote | backslash == 0 {
+            // Inside a long string (a ConfigMap's data, a description), a block without
+            // quotes or backslashes cannot hold anything structural, nor escape the next
+            // block's first byte: its brackets need not be classified.
+            escape_carry = 0;
+            at += 64;
+            continue;
+        }
+        let (open, close, curly) = bracket_masks(block);
+        let quotes = quote & !escaped(backslash, &mut escape_carry);
         let inside = prefix_xor(quotes) ^ in_string;
         in_string = ((inside as i64) >> 63) as u64;
-        let opens = m.open & !inside;
-        let closes = m.close & !inside;
+        let opens = open & !inside;
+        let closes = close & !inside;
         if depth <= closes.count_ones() {
             // The container may close within this block: follow its brackets in order.
             let mut bits = opens | closes;
@@ -142,7 +172,7 @@ pub fn skip_container(input: &[u8], start: usize) -> Result<usize, SkipError> {
                     if depth == 0 {
                         let end = at + i as usize;
                         let upto = u64::MAX >> (63 - i);
-                        braces += count(opens & m.curly & upto) - count(closes & m.curly & upto);
+                        braces += count(opens & curly & upto) - count(closes & curly & upto);
                         let pair = (opening, input.get(end).copied());
                         let matching =
                             matches!(pair, (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']')));
@@ -158,7 +188,7 @@ pub fn skip_container(input: &[u8], start: usize) -> Result<usize, SkipError> {
         } else {
             depth = depth + opens.count_ones() - closes.count_ones();
         }
-        braces += count(opens & m.curly) - count(closes & m.curly);
+        braces += count(opens & curly) - count(closes & curly);
         at += 64;
     }
     Err(SkipError::Truncated)
@@ -244,7 +274,23 @@ mod tests {
         prop::collection::vec(prop::sample::select(b"{}[]\"\\\\\\ax:,".to_vec()), 0..300)
     }
 
+    /// Like `json_ish`, with long runs of plain bytes: blocks wholly inside a string.
+    fn long_strings() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            prop::sample::select(b"{}[]\"\\\\\\ax:,".to_vec()).prop_map(|b| vec![b]),
+            (0usize..300).prop_map(|n| vec![b'a'; n]),
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+    }
+
     proptest! {
+        #[test]
+        fn skipping_long_strings_matches_the_reference(body in long_strings(), open in prop::bool::ANY) {
+            let mut input = vec![if open { b'{' } else { b'[' }];
+            input.extend(body);
+            prop_assert_eq!(skip_container(&input, 0), naive_skip(&input, 0));
+        }
+
         #[test]
         fn escapes_match_the_byte_by_byte_reference(bytes in json_ish()) {
             prop_assert_eq!(blockwise_escaped(&bytes), naive_escaped(&bytes));
