@@ -53,10 +53,7 @@ pub fn classify(block: &[u8; 64]) -> Masks {
 #[inline(always)]
 pub fn string_masks(block: &[u8; 64]) -> (u64, u64) {
     let (mut quote, mut backslash) = (0, 0);
-    for (i, chunk) in block.chunks_exact(16).enumerate() {
-        let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else {
-            continue;
-        };
+    for (i, chunk) in block.as_chunks::<16>().0.iter().enumerate() {
         let v = V16::load(chunk);
         quote |= u64::from(v.eq(b'"').mask()) << (16 * i);
         backslash |= u64::from(v.eq(b'\\').mask()) << (16 * i);
@@ -68,10 +65,7 @@ pub fn string_masks(block: &[u8; 64]) -> (u64, u64) {
 #[inline(always)]
 pub fn bracket_masks(block: &[u8; 64]) -> (u64, u64, u64) {
     let (mut open, mut close, mut curly) = (0, 0, 0);
-    for (i, chunk) in block.chunks_exact(16).enumerate() {
-        let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else {
-            continue;
-        };
+    for (i, chunk) in block.as_chunks::<16>().0.iter().enumerate() {
         let v = V16::load(chunk);
         // `[`/`{` and `]`/`}` differ only in bit 0x20, and no other byte maps onto them.
         let folded = v.with_bits(0x20);
