@@ -238,13 +238,8 @@ fn templates(count: usize) -> Vec<(String, Value)> {
 
 /// The AdmissionRequest the API server would send for this write.
 fn admission_payload(new: &Value, old: Option<&Value>, settings: &Value, uid: u64) -> Vec<u8> {
-    let (group, version) = match new["apiVersion"].as_str().unwrap_or("v1").split_once('/') {
-        Some((g, v)) => (g.to_string(), v.to_string()),
-        None => (
-            String::new(),
-            new["apiVersion"].as_str().unwrap_or("v1").to_string(),
-        ),
-    };
+    let api_version = new["apiVersion"].as_str().unwrap_or("v1");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let kind = new["kind"].clone();
     let mut request = json!({
         "uid": format!("race-{uid}"),
@@ -302,9 +297,9 @@ fn write(
             .transpose()
             .context("stored JSON")
     };
-    // The client reads the object to work out its change (and, in client-check mode, checks).
-    let read = client.get(key, 0)?;
-    if mode == Mode::ClientCheck && !role.client_allows(parse(&read)?.as_ref()) {
+    // In client-check mode the client reads the object and checks it before sending its
+    // change (in admission mode it just sends it, as server-side apply does).
+    if mode == Mode::ClientCheck && !role.client_allows(parse(&client.get(key, 0)?)?.as_ref()) {
         stats.refusals += 1;
         return Ok(());
     }
