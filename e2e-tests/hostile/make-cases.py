@@ -84,6 +84,12 @@ case("grammar-in-spec", "validate", req(obj(spec='{"x" 1,,:[tru,]}'), obj()), "a
 case("mismatched-brackets-in-spec", "validate", req(obj(spec='{"x":[1}}'), obj()), "reject", "mismatched brackets")
 case("unclosed-string-in-spec", "validate", req(obj(spec='{"x":"abc}}'), obj()), "reject", "unexpected end of input (truncated JSON)")
 case("escaped-quote-in-spec", "validate", req(obj(spec='{"x":"a\\"}"}'), obj()), "accept")
+# Strings longer than a 64-byte block, which the skip crosses without classifying brackets:
+# brackets and an escaped quote inside still do not count, and one left open is still caught.
+LONG = "a" * 200
+case("long-string-with-brackets-in-spec", "validate", req(obj(spec='{"x":"' + LONG + '}]\\"[{' + LONG + '"}'), obj()), "accept")
+case("unclosed-long-string-in-spec", "validate", req(obj(spec='{"x":"' + LONG + '}}'), obj()), "reject", "unexpected end of input (truncated JSON)")
+case("long-string-then-mismatch-in-spec", "validate", req(obj(spec='{"x":["' + LONG + '"}}'), obj()), "reject", "mismatched brackets")
 # Objects an API server always sends.
 case("update-without-old-object", "validate", req(obj(owner("a"))), "reject", "request.oldObject is missing or null, but every UPDATE request carries it")
 case("update-without-object", "validate", req(old=obj(owner("a"))), "reject", "request.object is missing or null")
