@@ -78,9 +78,10 @@ e2e-tests: annotated-policy.wasm $(HOST)
 	@./scripts/setup.sh test
 	KWCTL=$(KWCTL) bats e2e-tests/
 
-# The comparison with the null and conventional modules; prints the table and the targets.
+# The comparison with the null, floor and conventional modules; prints the table and the
+# targets.
 bench: policy.wasm $(HOST)
-	cargo build --target wasm32-wasip1 --release -p null-module -p conventional-module
+	cargo build --target wasm32-wasip1 --release -p null-module -p floor-module -p conventional-module
 	python3 scripts/make-requests.py bench/requests
 	python3 bench/run.py
 

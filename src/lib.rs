@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod json;
+mod message;
 pub mod owner;
 pub mod request;
 pub mod settings;

@@ -8,10 +8,9 @@
 //! attempt, so two reconcilers can never both take the same object, and a stale replica of
 //! the same owner can never write over a newer revision.
 
-use std::fmt;
-
 use crate::json::Str;
-use crate::request::{Metadata, Payload, Request};
+use crate::message::{Part, Quoted, message, text};
+use crate::request::{Metadata, Payload, Request, Wanted};
 use crate::settings::Settings;
 
 /// The answer to one admission request.
@@ -89,11 +88,11 @@ impl Eq for Owner<'_> {}
 
 /// What the rules read off one object, with the keys the settings name: the owner keys'
 /// values (labels, then annotations), then `ownerKindLabel`, `ownerNamespaceLabel`,
-/// `revisionAnnotation` and `handoverAnnotation`. Only these strings are decoded, in one
-/// pass over the labels and one over the annotations.
-#[derive(Debug, Default)]
-pub struct Marks<'a> {
-    values: Vec<Option<Str<'a>>>,
+/// `revisionAnnotation` and `handoverAnnotation`. Only these strings are decoded, as the
+/// object's metadata is read (`Payload::metadata`).
+#[derive(Debug)]
+pub struct Marks<'m> {
+    values: &'m [Option<Str<'m>>],
 }
 
 /// Where the four extra keys are, after the owner keys.
@@ -156,22 +155,21 @@ impl Rules {
     }
 }
 
-impl<'a> Marks<'a> {
-    /// Reads the marks of an object from its metadata; an error when one of them is not a
-    /// readable string.
-    pub fn read(metadata: &Metadata<'a>, rules: &Rules) -> Result<Marks<'a>, String> {
-        let slots = rules.settings.owner_key_count() + 4;
-        let mut values = Vec::with_capacity(slots);
-        values.resize(slots, None);
-        if let Some(map) = metadata.labels() {
-            map.find(&rules.label_keys, &mut values)?;
-        }
-        if let Some(map) = metadata.annotations() {
-            map.find(&rules.annotation_keys, &mut values)?;
-        }
-        Ok(Marks { values })
+impl Rules {
+    /// How many values the rules read off one object: the owner keys and the four extra keys.
+    fn slots(&self) -> usize {
+        self.settings.owner_key_count() + 4
     }
 
+    fn wanted(&self) -> Wanted<'_> {
+        Wanted {
+            labels: &self.label_keys,
+            annotations: &self.annotation_keys,
+        }
+    }
+}
+
+impl Marks<'_> {
     fn owner(&self) -> Owner<'_> {
         let owners = self.values.len().saturating_sub(4);
         Owner::Read(self.values.get(..owners).unwrap_or_default())
@@ -257,16 +255,22 @@ fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
         ("CREATE", Some(new), _) => (new, None),
         (_, Some(new), old) => (new, old.as_ref()),
     };
-    let read = |o| payload.metadata(o);
-    let (new_meta, old_meta) = match (read(new), old.map(read).transpose()) {
-        (Ok(new), Ok(old)) => (new, old),
-        (Err(message), _) | (_, Err(message)) => return Verdict::Unreadable { message },
+    // The marks of both objects, in one allocation.
+    let slots = rules.slots();
+    let mut values = vec![None; 2 * slots];
+    let (new_values, old_values) = values.split_at_mut(slots);
+    let wanted = rules.wanted();
+    let new_meta = match payload.metadata(new, wanted, new_values) {
+        Ok(metadata) => metadata,
+        Err(message) => return Verdict::Unreadable { message },
     };
-    let marks = |m| Marks::read(m, rules);
-    let (new, old) = match (marks(&new_meta), old_meta.as_ref().map(marks).transpose()) {
-        (Ok(new), Ok(old)) => (new, old),
-        (Err(message), _) | (_, Err(message)) => return Verdict::Unreadable { message },
+    let old_meta = match old.map(|o| payload.metadata(o, wanted, old_values)) {
+        None => None,
+        Some(Ok(metadata)) => Some(metadata),
+        Some(Err(message)) => return Verdict::Unreadable { message },
     };
+    let new = Marks { values: new_values };
+    let old = old_meta.is_some().then_some(Marks { values: old_values });
     let subject = Subject::new(request, &new_meta, old_meta.as_ref());
     let checked = check_scope(request, settings, &subject, &new)
         .and_then(|()| check_stamps(settings, &subject, &new));
@@ -361,65 +365,98 @@ fn judge_update(settings: &Settings, subject: &Subject, old: &Marks, new: &Marks
         Transition::Changed => {
             let current = Pairs::differing(settings, &old.owner, &new.owner);
             let requested = Pairs::differing(settings, &new.owner, &old.owner);
-            reject(format!(
-                "{subject} is owned by {current}, and this UPDATE would change its owner to \
-                 {requested}. An object has a single owner: the current owner must first \
-                 release it by removing its owner keys ({keys}), then the new owner can \
-                 adopt it.{route}",
-                route = HandoverRoute(settings, &new.owner),
+            reject(message!(
+                subject,
+                " is owned by ",
+                current,
+                ", and this UPDATE would change its owner to ",
+                requested,
+                ". An object has a single owner: the current owner must first release it by \
+                 removing its owner keys (",
+                keys,
+                "), then the new owner can adopt it.",
+                HandoverRoute(settings, &new.owner),
             ))
         }
-        Transition::NotTheSuccessor => {
-            let successor = old.successor.as_ref().map(|s| Pairs::all(settings, s));
-            reject(format!(
-                "{subject} is owned by {current}, which handed it over to {successor} \
-                 ({handover} on the stored object), not to {requested}: only the successor \
-                 the current owner named can take it in one write.",
-                current = Pairs::all(settings, &old.owner),
-                successor = successor.map_or(String::new(), |s| s.to_string()),
-                handover = settings.handover_annotation,
-                requested = Pairs::all(settings, &new.owner),
-            ))
-        }
-        Transition::HandedOver => Verdict::warn(format!(
-            "{subject} handed over from owner {} to owner {}, the successor its owner named \
-             in {}",
+        Transition::NotTheSuccessor => reject(message!(
+            subject,
+            " is owned by ",
             Pairs::all(settings, &old.owner),
+            ", which handed it over to ",
+            old.successor.as_ref().map(|s| Pairs::all(settings, s)),
+            " (",
+            settings.handover_annotation,
+            " on the stored object), not to ",
             Pairs::all(settings, &new.owner),
+            ": only the successor the current owner named can take it in one write.",
+        )),
+        Transition::HandedOver => Verdict::warn(message!(
+            subject,
+            " handed over from owner ",
+            Pairs::all(settings, &old.owner),
+            " to owner ",
+            Pairs::all(settings, &new.owner),
+            ", the successor its owner named in ",
             settings.handover_annotation,
         )),
-        Transition::RolledBack { stored, written } => reject(format!(
-            "{subject} is owned by {owner} at revision {stored} ({revision}), and this UPDATE \
-             would write revision {written}: a stale writer (an older revision or replica of \
-             the same owner) cannot roll the object back. To roll back deliberately, write \
-             the older content as a new revision above {stored}.",
-            owner = Pairs::all(settings, &old.owner),
+        Transition::RolledBack { stored, written } => reject(message!(
+            subject,
+            " is owned by ",
+            Pairs::all(settings, &old.owner),
+            " at revision ",
+            stored,
+            " (",
+            revision,
+            "), and this UPDATE would write revision ",
+            written,
+            ": a stale writer (an older revision or replica of the same owner) cannot roll \
+             the object back. To roll back deliberately, write the older content as a new \
+             revision above ",
+            stored,
+            ".",
         )),
-        Transition::RevisionDropped { stored } => reject(format!(
-            "{subject} is owned by {owner} at revision {stored} ({revision}), and this UPDATE \
-             keeps the owner but drops the {revision} annotation: a writer that does not \
-             stamp revisions is a stale one. Stamp a revision of at least {stored}; to \
-             release the object, remove the owner keys ({keys}) as well.",
-            owner = Pairs::all(settings, &old.owner),
+        Transition::RevisionDropped { stored } => reject(message!(
+            subject,
+            " is owned by ",
+            Pairs::all(settings, &old.owner),
+            " at revision ",
+            stored,
+            " (",
+            revision,
+            "), and this UPDATE keeps the owner but drops the ",
+            revision,
+            " annotation: a writer that does not stamp revisions is a stale one. Stamp a \
+             revision of at least ",
+            stored,
+            "; to release the object, remove the owner keys (",
+            keys,
+            ") as well.",
         )),
-        Transition::Adopted if !settings.allow_adoption => reject(format!(
-            "{subject} has no owner, and this UPDATE would give it the owner {owner}, but \
-             adoption is disabled (allowAdoption: false): an object's owner must create it.",
-            owner = Pairs::all(settings, &new.owner),
+        Transition::Adopted if !settings.allow_adoption => reject(message!(
+            subject,
+            " has no owner, and this UPDATE would give it the owner ",
+            Pairs::all(settings, &new.owner),
+            ", but adoption is disabled (allowAdoption: false): an object's owner must \
+             create it.",
         )),
-        Transition::Orphaned if !settings.allow_orphaning => reject(format!(
-            "{subject} is owned by {owner}, and this UPDATE would remove its owner keys, but \
-             orphaning is disabled (allowOrphaning: false): keep the owner keys ({keys}), or \
-             delete the object.",
-            owner = Pairs::all(settings, &old.owner),
+        Transition::Orphaned if !settings.allow_orphaning => reject(message!(
+            subject,
+            " is owned by ",
+            Pairs::all(settings, &old.owner),
+            ", and this UPDATE would remove its owner keys, but orphaning is disabled \
+             (allowOrphaning: false): keep the owner keys (",
+            keys,
+            "), or delete the object.",
         )),
-        Transition::Adopted => Verdict::warn(format!(
-            "{subject} adopted by owner {}",
-            Pairs::all(settings, &new.owner)
+        Transition::Adopted => Verdict::warn(message!(
+            subject,
+            " adopted by owner ",
+            Pairs::all(settings, &new.owner),
         )),
-        Transition::Orphaned => Verdict::warn(format!(
-            "{subject} orphaned: it no longer has owner {}",
-            Pairs::all(settings, &old.owner)
+        Transition::Orphaned => Verdict::warn(message!(
+            subject,
+            " orphaned: it no longer has owner ",
+            Pairs::all(settings, &old.owner),
         )),
     }
 }
@@ -430,27 +467,36 @@ fn check_stamps(settings: &Settings, subject: &Subject, new: &Marks) -> Result<(
     if let Some(value) = new.revision()
         && parse_revision(value).is_none()
     {
-        return Err(format!(
-            "{subject} carries the annotation {}={value:?}, which is not a revision: \
-             expected a non-negative decimal integer that fits in 64 bits, without sign, \
-             spaces or leading zeros (e.g. \"17\").",
-            settings.revision_annotation
+        return Err(message!(
+            subject,
+            " carries the annotation ",
+            settings.revision_annotation,
+            "=",
+            Quoted(value),
+            ", which is not a revision: expected a non-negative decimal integer that fits in \
+             64 bits, without sign, spaces or leading zeros (e.g. \"17\").",
         ));
     }
     if let Some(value) = new.successor()
         && let Err(why) = parse_successor(value, settings)
     {
-        return Err(format!(
-            "{subject} carries the annotation {}={value:?}, which does not name a \
-             successor: {why}. Expected comma-separated key=value pairs of the owner keys \
-             ({keys}), each at most once and without spaces, e.g. {example}.",
+        return Err(message!(
+            subject,
+            " carries the annotation ",
             settings.handover_annotation,
-            keys = settings
+            "=",
+            Quoted(value),
+            ", which does not name a successor: ",
+            why,
+            ". Expected comma-separated key=value pairs of the owner keys (",
+            settings
                 .owner_keys()
                 .map(String::as_str)
                 .collect::<Vec<_>>()
                 .join(", "),
-            example = SelectorExample(settings),
+            "), each at most once and without spaces, e.g. ",
+            SelectorExample(settings),
+            ".",
         ));
     }
     Ok(())
@@ -473,11 +519,18 @@ fn check_scope(
     let allowed = AllowedKinds(settings);
     if request.is_cluster_scoped() {
         return match owner_kind {
-            Some(kind) if !settings.is_cluster_scoped_owner_kind(kind) => Err(format!(
-                "{subject} is cluster-scoped, but its owner kind {kind_label}={kind} is not \
-                 a cluster-scoped owner kind ({allowed}): a namespaced owner cannot own \
-                 cluster-scoped objects. Manage it from a cluster-scoped owner, or remove the \
-                 {kind_label} label."
+            Some(kind) if !settings.is_cluster_scoped_owner_kind(kind) => Err(message!(
+                subject,
+                " is cluster-scoped, but its owner kind ",
+                kind_label,
+                "=",
+                kind,
+                " is not a cluster-scoped owner kind (",
+                allowed,
+                "): a namespaced owner cannot own cluster-scoped objects. Manage it from a \
+                 cluster-scoped owner, or remove the ",
+                kind_label,
+                " label.",
             )),
             _ => Ok(()),
         };
@@ -487,12 +540,24 @@ fn check_scope(
         return Ok(());
     }
     match new.namespace() {
-        Some(owner_ns) if owner_ns != request.namespace() => Err(format!(
-            "{subject} is owned by a namespaced owner ({kind_label}={kind}) in namespace \
-             {owner_ns:?} ({ns_label}={owner_ns}): a namespaced owner may own only objects in \
-             its own namespace. Create the object in namespace {owner_ns:?}, or manage it from \
-             a cluster-scoped owner ({allowed}).",
-            kind = owner_kind.unwrap_or("<unset>"),
+        Some(owner_ns) if owner_ns != request.namespace() => Err(message!(
+            subject,
+            " is owned by a namespaced owner (",
+            kind_label,
+            "=",
+            owner_kind.unwrap_or("<unset>"),
+            ") in namespace ",
+            Quoted(owner_ns),
+            " (",
+            ns_label,
+            "=",
+            owner_ns,
+            "): a namespaced owner may own only objects in its own namespace. Create the \
+             object in namespace ",
+            Quoted(owner_ns),
+            ", or manage it from a cluster-scoped owner (",
+            allowed,
+            ").",
         )),
         _ => Ok(()),
     }
@@ -534,20 +599,24 @@ impl<'r, 'a> Subject<'r, 'a> {
     }
 }
 
-impl fmt::Display for Subject<'_, '_> {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+impl Part for Subject<'_, '_> {
+    fn write_to(&self, out: &mut String) {
         let r = self.request;
         let kind = match r.kind() {
             "" => "object",
             kind => kind,
         };
-        write!(f, "{kind} {:?}", self.name)?;
+        text(out, kind);
+        text(out, " ");
+        Quoted(self.name).write_to(out);
         if !r.is_cluster_scoped() {
-            write!(f, " in namespace {:?}", r.namespace())?;
+            text(out, " in namespace ");
+            Quoted(r.namespace()).write_to(out);
         }
-        match r.sub_resource.as_deref() {
-            Some(sub) if !sub.is_empty() => write!(f, " (subresource {sub})"),
-            _ => Ok(()),
+        if let Some(sub) = r.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+            text(out, " (subresource ");
+            text(out, sub);
+            text(out, ")");
         }
     }
 }
@@ -579,8 +648,8 @@ impl<'s, 'o, 'a> Pairs<'s, 'o, 'a> {
     }
 }
 
-impl fmt::Display for Pairs<'_, '_, '_> {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+impl Part for Pairs<'_, '_, '_> {
+    fn write_to(&self, out: &mut String) {
         let mut first = true;
         for (i, (key, value)) in self
             .settings
@@ -595,14 +664,18 @@ impl fmt::Display for Pairs<'_, '_, '_> {
             if !shown {
                 continue;
             }
-            f.write_str(if first { "[" } else { ", " })?;
+            text(out, if first { "[" } else { ", " });
             first = false;
+            text(out, key);
             match value {
-                Some(v) => write!(f, "{key}={v}")?,
-                None => write!(f, "{key} (unset)")?,
+                Some(v) => {
+                    text(out, "=");
+                    text(out, v);
+                }
+                None => text(out, " (unset)"),
             }
         }
-        f.write_str(if first { "[]" } else { "]" })
+        text(out, if first { "[]" } else { "]" });
     }
 }
 
@@ -610,46 +683,48 @@ impl fmt::Display for Pairs<'_, '_, '_> {
 /// owner would set to name `successor`.
 struct HandoverRoute<'s, 'o, 'a>(&'s Settings, &'o Owner<'a>);
 
-impl fmt::Display for HandoverRoute<'_, '_, '_> {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+impl Part for HandoverRoute<'_, '_, '_> {
+    fn write_to(&self, out: &mut String) {
         let (settings, successor) = (self.0, self.1);
         if settings.handover_annotation.is_empty() {
-            return Ok(());
+            return;
         }
-        write!(
-            f,
-            " Or, in one write, the current owner hands it over by setting the annotation {}={}, \
-             and then the new owner can take it.",
-            settings.handover_annotation,
-            Selector(settings, successor)
-        )
+        text(
+            out,
+            " Or, in one write, the current owner hands it over by setting the annotation ",
+        );
+        text(out, &settings.handover_annotation);
+        text(out, "=");
+        Selector(settings, successor).write_to(out);
+        text(out, ", and then the new owner can take it.");
     }
 }
 
 /// An owner in the handover annotation's form: `key=value,key=value`.
 struct Selector<'s, 'o, 'a>(&'s Settings, &'o Owner<'a>);
 
-impl fmt::Display for Selector<'_, '_, '_> {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+impl Part for Selector<'_, '_, '_> {
+    fn write_to(&self, out: &mut String) {
         let present = self.0.owner_keys().zip(self.1.values());
         for (i, (key, value)) in present.filter_map(|(k, v)| Some((k, v?))).enumerate() {
             if i > 0 {
-                f.write_str(",")?;
+                text(out, ",");
             }
-            write!(f, "{key}={value}")?;
+            text(out, key);
+            text(out, "=");
+            text(out, value);
         }
-        Ok(())
     }
 }
 
 /// An example handover value for the settings' owner keys.
 struct SelectorExample<'s>(&'s Settings);
 
-impl fmt::Display for SelectorExample<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+impl Part for SelectorExample<'_> {
+    fn write_to(&self, out: &mut String) {
         for (i, key) in self.0.owner_keys().enumerate() {
             if i > 0 {
-                f.write_str(",")?;
+                text(out, ",");
             }
             let value = if *key == self.0.owner_kind_label {
                 self.0
@@ -659,36 +734,40 @@ impl fmt::Display for SelectorExample<'_> {
             } else {
                 "new-owner"
             };
-            write!(f, "{key}={value}")?;
+            text(out, key);
+            text(out, "=");
+            text(out, value);
         }
-        Ok(())
     }
 }
 
 /// The owner keys, for "remove these" advice.
 struct OwnerKeys<'s>(&'s Settings);
 
-impl fmt::Display for OwnerKeys<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        let labels = self.0.owner_labels.iter().map(|k| ("label", k));
-        let annotations = self.0.owner_annotations.iter().map(|k| ("annotation", k));
+impl Part for OwnerKeys<'_> {
+    fn write_to(&self, out: &mut String) {
+        let labels = self.0.owner_labels.iter().map(|k| ("label ", k));
+        let annotations = self.0.owner_annotations.iter().map(|k| ("annotation ", k));
         for (i, (what, key)) in labels.chain(annotations).enumerate() {
             if i > 0 {
-                f.write_str(", ")?;
+                text(out, ", ");
             }
-            write!(f, "{what} {key}")?;
+            text(out, what);
+            text(out, key);
         }
-        Ok(())
     }
 }
 
 struct AllowedKinds<'s>(&'s Settings);
 
-impl fmt::Display for AllowedKinds<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+impl Part for AllowedKinds<'_> {
+    fn write_to(&self, out: &mut String) {
         match self.0.cluster_scoped_owner_kinds.as_slice() {
-            [] => f.write_str("no owner kind is allowed on cluster-scoped objects"),
-            kinds => write!(f, "allowed: {}", kinds.join(", ")),
+            [] => text(out, "no owner kind is allowed on cluster-scoped objects"),
+            kinds => {
+                text(out, "allowed: ");
+                text(out, &kinds.join(", "));
+            }
         }
     }
 }

@@ -8,13 +8,14 @@
 //! (`json`), without recursion. The objects are read in two steps: the request is read
 //! whole, with each object's top-level keys (to find its `metadata`); an object's metadata is
 //! read only when the rules ask for it (CREATE and UPDATE; a DELETE or CONNECT needs none).
-//! Label and annotation values are only located then; the few the settings name are decoded
-//! and checked when the rules ask for them.
+//! Its label and annotation keys are compared, as they are read, with the few the settings
+//! name (`Wanted`); only the values of those are decoded and checked, straight into the
+//! caller's slots, so nothing is collected per entry.
 //!
 //! Anything that cannot be read is an error with a message saying what was wrong; the caller
 //! rejects the request (fail closed). `null` and absent values both mean "none".
 
-use crate::json::{Key, Reader, Result, Str, same_bytes};
+use crate::json::{Reader, Result, Str, same_bytes};
 
 /// The validation payload a Kubewarden host sends to `validate`.
 #[derive(Debug, Default)]
@@ -26,11 +27,12 @@ pub struct Payload<'a> {
     pub input: &'a [u8],
 }
 
-/// One entry of a label or annotation map: its key, and where its (string) value starts.
+/// The label and annotation keys the rules read, each with the slot its value goes to (see
+/// `owner::Rules`).
 #[derive(Debug, Clone, Copy)]
-pub struct Entry<'a> {
-    pub key: Key<'a>,
-    pub value_at: usize,
+pub struct Wanted<'k> {
+    pub labels: &'k [(String, usize)],
+    pub annotations: &'k [(String, usize)],
 }
 
 /// The parts of an AdmissionRequest the rules look at.
@@ -58,16 +60,12 @@ pub struct Object {
     metadata_at: Option<usize>,
 }
 
-/// An object's metadata, as far as the rules read it.
+/// An object's name and namespace (its wanted labels and annotations go to the caller's
+/// slots, see `Payload::metadata`).
 #[derive(Debug, Default)]
 pub struct Metadata<'a> {
     pub name: Option<Str<'a>>,
     pub namespace: Option<Str<'a>>,
-    labels: Option<std::ops::Range<usize>>,
-    annotations: Option<std::ops::Range<usize>>,
-    /// The entries of the label and annotation maps, located as they were read.
-    entries: Vec<Entry<'a>>,
-    input: &'a [u8],
 }
 
 /// Parses a validation payload.
@@ -220,8 +218,12 @@ fn read_object(r: &mut Reader, out: &mut Object, what: &'static str) -> Result<(
     })
 }
 
-fn read_metadata<'a>(r: &mut Reader<'a>, out: &mut Metadata<'a>) -> Result<()> {
-    let entries = &mut out.entries;
+fn read_metadata<'a>(
+    r: &mut Reader<'a>,
+    out: &mut Metadata<'a>,
+    wanted: Wanted,
+    values: &mut [Option<Str<'a>>],
+) -> Result<()> {
     let mut seen = Seen::default();
     r.object("metadata", |r, key| match key {
         b"name" => {
@@ -234,35 +236,36 @@ fn read_metadata<'a>(r: &mut Reader<'a>, out: &mut Metadata<'a>) -> Result<()> {
         }
         b"labels" => {
             seen.once(r, 2, "labels")?;
-            read_nullable(r, &mut out.labels, |r, m| {
-                read_string_map(r, m, entries, "metadata.labels")
-            })
+            read_string_map(r, "metadata.labels", wanted.labels, values)
         }
         b"annotations" => {
             seen.once(r, 3, "annotations")?;
-            read_nullable(r, &mut out.annotations, |r, m| {
-                read_string_map(r, m, entries, "metadata.annotations")
-            })
+            read_string_map(r, "metadata.annotations", wanted.annotations, values)
         }
         _ => r.skip_value(),
     })
 }
 
-/// A label or annotation map: every value a string. The entries are only located here, into
-/// `entries`; `out` becomes the range of them that this map holds.
+/// A label or annotation map (or `null`): every value a string. For each `(key, i)` of
+/// `keys`, `values[i]` gets the value of `key`, its escapes decoded and its characters
+/// checked; the other values are only skipped. A key the rules read must be there once: with
+/// a duplicate, the last value must not win silently.
 fn read_string_map<'a>(
     r: &mut Reader<'a>,
-    out: &mut std::ops::Range<usize>,
-    entries: &mut Vec<Entry<'a>>,
     what: &'static str,
+    keys: &[(String, usize)],
+    values: &mut [Option<Str<'a>>],
 ) -> Result<()> {
-    if r.peek() != Some(b'{') {
-        let found = r.found();
-        return Err(r.error(format!(
-            "{what} must be a map of strings to strings, not {found}"
-        )));
+    match r.peek() {
+        Some(b'{') => {}
+        Some(b'n') => return r.null().map(drop),
+        _ => {
+            let found = r.found();
+            return Err(r.error(format!(
+                "{what} must be a map of strings to strings, not {found}"
+            )));
+        }
     }
-    let first = entries.len();
     r.entries(what, |r, key| {
         if r.peek() != Some(b'"') {
             if r.peek().is_none() {
@@ -272,28 +275,53 @@ fn read_string_map<'a>(
             let key = String::from_utf8_lossy(key.raw);
             return Err(r.error(format!("{what} {key:?} must be a string, not {found}")));
         }
-        entries.push(Entry {
-            key,
-            value_at: r.position(),
-        });
-        r.skip_string_span().map(drop)
-    })?;
-    *out = first..entries.len();
-    Ok(())
+        let value_at = r.position();
+        r.skip_string_span()?;
+        let decoded;
+        let name = if key.escaped {
+            decoded = r.string_at(key.at)?;
+            decoded.as_bytes()
+        } else {
+            key.raw
+        };
+        // A key may fill more than one slot (the owner kind label is often an owner label
+        // too); its value is read once.
+        let mut value = None;
+        for (wanted, i) in keys {
+            if !same_bytes(name, wanted.as_bytes()) {
+                continue;
+            }
+            let Some(slot) = values.get_mut(*i) else {
+                continue;
+            };
+            if slot.is_some() {
+                return Err(r.error(format!("{what} has the key {wanted:?} more than once")));
+            }
+            if value.is_none() {
+                let read = r.string_at(value_at);
+                value = Some(read.map_err(|e| e.context(format_args!("{what} {wanted:?}")))?);
+            }
+            *slot = value.clone();
+        }
+        Ok(())
+    })
 }
 
 impl<'a> Payload<'a> {
-    /// Reads an object's metadata (name, namespace, where the labels and annotations are);
-    /// only the rules of CREATE and UPDATE need it. An object without metadata has none of it.
-    pub fn metadata(&self, object: &Object) -> std::result::Result<Metadata<'a>, String> {
-        let mut metadata = Metadata {
-            input: self.input,
-            ..Metadata::default()
-        };
+    /// Reads an object's metadata: its name and namespace, and into `values` the values of
+    /// the `wanted` labels and annotations. Only the rules of CREATE and UPDATE need it. An
+    /// object without metadata has none of it.
+    pub fn metadata(
+        &self,
+        object: &Object,
+        wanted: Wanted,
+        values: &mut [Option<Str<'a>>],
+    ) -> std::result::Result<Metadata<'a>, String> {
+        let mut metadata = Metadata::default();
         if let Some(at) = object.metadata_at {
             let mut r = Reader::new(self.input);
             r.seek(at);
-            read_metadata(&mut r, &mut metadata)
+            read_metadata(&mut r, &mut metadata, wanted, values)
                 .map_err(|e| format!("the admission request cannot be read: {e}"))?;
         }
         Ok(metadata)
@@ -332,95 +360,29 @@ impl Request<'_> {
     }
 }
 
-impl<'a> Metadata<'a> {
-    pub fn labels(&self) -> Option<StringMap<'_, 'a>> {
-        self.map("metadata.labels", self.labels.clone()?)
-    }
-
-    pub fn annotations(&self) -> Option<StringMap<'_, 'a>> {
-        self.map("metadata.annotations", self.annotations.clone()?)
-    }
-
-    fn map(&self, what: &'static str, range: std::ops::Range<usize>) -> Option<StringMap<'_, 'a>> {
-        Some(StringMap {
-            what,
-            entries: self.entries.get(range)?,
-            input: self.input,
-        })
-    }
-}
-
-/// A label or annotation map, as located in the payload.
-#[derive(Debug, Clone)]
-pub struct StringMap<'m, 'a> {
-    what: &'static str,
-    entries: &'m [Entry<'a>],
-    input: &'a [u8],
-}
-
-impl<'a> StringMap<'_, 'a> {
-    /// Reads the values of `keys` from the map: for each `(key, i)`, `values[i]` gets the
-    /// value of `key`, its escapes decoded and its characters checked. A key the rules read
-    /// must be there once: with a duplicate, the last value must not win silently.
-    pub fn find(
-        &self,
-        keys: &[(String, usize)],
-        values: &mut [Option<Str<'a>>],
-    ) -> std::result::Result<(), String> {
-        let what = self.what;
-        let reader = Reader::new(self.input);
-        let read = |entry: &Entry<'a>| -> Result<()> {
-            let decoded;
-            let name = if entry.key.escaped {
-                decoded = reader.string_at(entry.key.at)?;
-                decoded.as_bytes()
-            } else {
-                entry.key.raw
-            };
-            // A key may fill more than one slot (the owner kind label is often an owner
-            // label too); its value is read once.
-            let mut value = None;
-            for (wanted, i) in keys {
-                if !same_bytes(name, wanted.as_bytes()) {
-                    continue;
-                }
-                let Some(slot) = values.get_mut(*i) else {
-                    continue;
-                };
-                if slot.is_some() {
-                    return Err(
-                        reader.error(format!("{what} has the key {wanted:?} more than once"))
-                    );
-                }
-                if value.is_none() {
-                    let read = reader.string_at(entry.value_at);
-                    value = Some(read.map_err(|e| e.context(format_args!("{what} {wanted:?}")))?);
-                }
-                *slot = value.clone();
-            }
-            Ok(())
-        };
-        self.entries
-            .iter()
-            .try_for_each(read)
-            .map_err(|e| format!("the admission request cannot be read: {e}"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Reads the new object's metadata with `labels` wanted, into slots `0..labels.len()`.
+    fn labels<'a>(
+        p: &Payload<'a>,
+        labels: &[&str],
+    ) -> std::result::Result<(Metadata<'a>, Vec<Option<Str<'a>>>), String> {
+        let object = p.request.as_ref().and_then(|r| r.object.as_ref()).unwrap();
+        let keys: Vec<(String, usize)> = labels.iter().map(|k| k.to_string()).zip(0..).collect();
+        let mut values = vec![None; labels.len()];
+        let wanted = Wanted {
+            labels: &keys,
+            annotations: &[],
+        };
+        let metadata = p.metadata(object, wanted, &mut values)?;
+        Ok((metadata, values))
+    }
+
     /// A label of the request's new object.
     fn label<'a>(p: &Payload<'a>, key: &str) -> std::result::Result<Option<Str<'a>>, String> {
-        let object = p.request.as_ref().and_then(|r| r.object.as_ref()).unwrap();
-        let metadata = p.metadata(object)?;
-        let mut values = [None];
-        if let Some(map) = metadata.labels() {
-            map.find(&[(key.to_string(), 0)], &mut values)?;
-        }
-        let [value] = values;
-        Ok(value)
+        Ok(labels(p, &[key])?.1.pop().flatten())
     }
 
     #[test]
@@ -438,20 +400,28 @@ mod tests {
         assert_eq!(label(&p, "a").unwrap().as_deref(), Some("1"));
         assert_eq!(label(&p, "b").unwrap().as_deref(), Some("2"));
         assert_eq!(label(&p, "c").unwrap(), None);
-        let metadata = p.metadata(r.object.as_ref().unwrap()).unwrap();
+        let (metadata, both) = labels(&p, &["b", "c", "a"]).unwrap();
         assert_eq!(metadata.name.as_deref(), Some("cm"));
-        let mut both = [None, None, None];
-        let keys = [("b".to_string(), 0), ("a".to_string(), 2)];
-        metadata.labels().unwrap().find(&keys, &mut both).unwrap();
         assert_eq!(
-            both.map(|v| v.map(|s| s.to_string())),
+            both.into_iter()
+                .map(|v| v.map(|s| s.to_string()))
+                .collect::<Vec<_>>(),
             [Some("2".into()), None, Some("1".into())]
         );
         assert!(matches!(
             label(&p, "a").unwrap().unwrap().0,
             std::borrow::Cow::Borrowed(_)
         ));
-        assert!(metadata.annotations().is_none());
+        // An annotation wanted, on an object without annotations.
+        let keys = [("a".to_string(), 0)];
+        let mut values = [None];
+        let wanted = Wanted {
+            labels: &[],
+            annotations: &keys,
+        };
+        p.metadata(r.object.as_ref().unwrap(), wanted, &mut values)
+            .unwrap();
+        assert_eq!(values, [None]);
         assert!(r.old_object.is_none());
         assert_eq!(p.settings, Some(&b"{}"[..]));
     }
@@ -488,9 +458,8 @@ mod tests {
         // Labels that are not strings: found when the metadata is read, not before.
         let p =
             parse_payload(br#"{"request":{"object":{"metadata":{"labels":{"d":7}}}}}"#).unwrap();
-        let object = p.request.as_ref().unwrap().object.as_ref().unwrap();
         assert!(
-            p.metadata(object)
+            labels(&p, &[])
                 .unwrap_err()
                 .contains(r#"metadata.labels "d" must be a string, not a number"#)
         );

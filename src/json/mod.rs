@@ -616,58 +616,80 @@ impl<'a> Reader<'a> {
 
 /// Writes `s` as a JSON string, as serde_json writes it (the tests compare): `"` and `\\`
 /// escaped, control characters as `\\n`-style or `\\u00XX` escapes, everything else as is.
-/// Runs without such characters, nearly all of a message, are copied sixteen bytes at a time.
+/// Sixteen bytes at a time: a chunk without such characters, nearly all of a message, is
+/// copied whole; in the others only the bytes the mask marks are looked at one by one.
 pub fn write_string(out: &mut Vec<u8>, s: &str) {
     out.reserve(s.len() + 2);
     out.push(b'"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        if let Some(chunk) = bytes.get(at..).and_then(|r| r.first_chunk::<16>()) {
-            // `special` also stops at non-ASCII bytes, which are copied as they are.
-            let mask = simd::special(chunk);
-            if mask == 0 {
-                at += 16;
-                continue;
-            }
-            at += mask.trailing_zeros() as usize;
-        }
-        let Some(&b) = bytes.get(at) else { break };
-        let escape: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0..0x20 => b"",
-            _ => {
-                at += 1;
-                continue;
-            }
-        };
-        out.extend_from_slice(bytes.get(start..at).unwrap_or_default());
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(b >> 4)]);
-            out.push(HEX[usize::from(b & 0xf)]);
-        } else {
-            out.extend_from_slice(escape);
-        }
-        at += 1;
-        start = at;
+    let (chunks, rest) = s.as_bytes().as_chunks::<16>();
+    for chunk in chunks {
+        write_chunk(out, chunk, chunk.len());
     }
-    out.extend_from_slice(bytes.get(start..).unwrap_or_default());
+    if !rest.is_empty() {
+        // The last, partial chunk, padded with spaces, which need no escape.
+        let mut padded = [b' '; 16];
+        padded[..rest.len()].copy_from_slice(rest);
+        write_chunk(out, &padded, rest.len());
+    }
     out.push(b'"');
 }
 
+/// Writes the first `len` bytes of `chunk`, escaped.
+#[inline]
+fn write_chunk(out: &mut Vec<u8>, chunk: &[u8; 16], len: usize) {
+    // `special` also marks non-ASCII bytes, which `write_byte` copies as they are.
+    let mut mask = simd::special(chunk) & (u32::MAX >> (32 - len)) as u16;
+    if mask == 0 {
+        out.extend_from_slice(chunk.get(..len).unwrap_or_default());
+        return;
+    }
+    let mut start = 0;
+    while mask != 0 {
+        let at = mask.trailing_zeros() as usize;
+        out.extend_from_slice(chunk.get(start..at).unwrap_or_default());
+        if let Some(&b) = chunk.get(at) {
+            write_byte(out, b);
+        }
+        start = at + 1;
+        mask &= mask - 1;
+    }
+    out.extend_from_slice(chunk.get(start..len).unwrap_or_default());
+}
+
+/// One byte of a JSON string's text, escaped if it must be.
+#[inline]
+fn write_byte(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        0..0x20 => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 0xf)],
+        ]),
+        _ => out.push(b),
+    }
+}
+
 /// Byte-string equality, eight bytes at a time: WebAssembly's `memcmp` goes byte by byte,
-/// and label keys are long and share their prefixes.
+/// and label keys are long and share their prefixes (`olm.operatorframework.io/owner-kind`,
+/// `.../owner-name`), so the last eight bytes are compared first.
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
+        return false;
+    }
+    if let (Some(x), Some(y)) = (a.last_chunk::<8>(), b.last_chunk::<8>())
+        && u64::from_ne_bytes(*x) != u64::from_ne_bytes(*y)
+    {
         return false;
     }
     let (mut a, mut b) = (a, b);
@@ -885,6 +907,17 @@ mod tests {
                 String::from_utf8(ours).unwrap(),
                 serde_json::to_string(s).unwrap()
             );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(s in ".*", control in "[\\x00-\\x1f\"\\\\a-z]{0,40}") {
+            for s in [s.as_str(), control.as_str()] {
+                let mut ours = Vec::new();
+                write_string(&mut ours, s);
+                proptest::prop_assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(s).unwrap());
+            }
         }
     }
 

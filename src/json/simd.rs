@@ -64,6 +64,12 @@ impl V16 {
     pub fn mask(self) -> u16 {
         core::arch::wasm32::u8x16_bitmask(self.0)
     }
+
+    /// Whether any lane is true.
+    #[inline(always)]
+    pub fn any(self) -> bool {
+        core::arch::wasm32::v128_any_true(self.0)
+    }
 }
 
 #[cfg(all(
@@ -107,6 +113,11 @@ impl V16 {
     pub fn mask(self) -> u16 {
         (unsafe { core::arch::x86_64::_mm_movemask_epi8(self.0) }) as u16
     }
+
+    #[inline(always)]
+    pub fn any(self) -> bool {
+        self.mask() != 0
+    }
 }
 
 #[cfg(not(any(
@@ -142,6 +153,10 @@ impl V16 {
 
     pub fn mask(self) -> u16 {
         (self.0.iter().enumerate()).fold(0, |m, (i, &b)| m | (u16::from(b >> 7) << i))
+    }
+
+    pub fn any(self) -> bool {
+        self.mask() != 0
     }
 }
 
