@@ -31,7 +31,7 @@ MODULES = {
 }
 BASELINE = ROOT / "bench/baseline.json"
 BOTH = ("accept", "reject")
-CASES = [("crd-2kb", BOTH), ("delete", ("accept",)), ("connect", ("accept",)),
+CASES = [("crd-2kb", BOTH), ("crd-managed", BOTH), ("delete", ("accept",)), ("connect", ("accept",)),
          ("deployment-50kb", BOTH), ("crd-prometheus", BOTH), ("crd-synthetic-1mb", BOTH),
          ("crd-synthetic-4mb", BOTH), ("configmap-1mb", BOTH), ("configmap-4mb", BOTH),
          ("crd-nested-100", BOTH)]

@@ -23,6 +23,17 @@ setup_file() {
   assert_quiet_accept
 }
 
+@test "a CRD as the API server sends it, with managedFields that name the owner keys, is judged by its labels" {
+  local req="$BATS_FILE_TMPDIR/large/crd-managed-reject.json"
+  grep -q '"f:olm.operatorframework.io/owner-name":{}' "$req"
+  evaluate "$req"
+  assert_rejected
+  assert_message_contains 'CustomResourceDefinition "widgets.example.com" is owned by [olm.operatorframework.io/owner-name=ext-a]' \
+    '[olm.operatorframework.io/owner-name=ext-b]'
+  evaluate "$BATS_FILE_TMPDIR/large/crd-managed-accept.json"
+  assert_quiet_accept
+}
+
 @test "the real prometheuses.monitoring.coreos.com CRD: owner change rejected, same owner accepted" {
   evaluate "$BATS_FILE_TMPDIR/large/crd-prometheus-reject.json"
   assert_rejected

@@ -105,6 +105,26 @@ def small_crd():
         "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}})
 
 
+def managed(obj):
+    """The object as the API server stores and sends it: with managedFields, here those of
+    operator-controller's server-side apply and of the API server's status updates."""
+    o = copy.deepcopy(obj)
+    o["metadata"]["managedFields"] = [
+        {"manager": "operator-controller", "operation": "Apply", "apiVersion": "apiextensions.k8s.io/v1",
+         "time": "2026-11-30T10:00:00Z", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:metadata": {"f:annotations": {"f:controller-gen.kubebuilder.io/version": {}},
+                                     "f:labels": {f"f:{KIND}": {}, f"f:{NAME}": {}}},
+                      "f:spec": {"f:group": {}, "f:names": {"f:kind": {}, "f:plural": {}}, "f:scope": {},
+                                 "f:versions": {}}}},
+        {"manager": "kube-apiserver", "operation": "Update", "apiVersion": "apiextensions.k8s.io/v1",
+         "time": "2026-11-30T10:00:01Z", "fieldsType": "FieldsV1", "subresource": "status",
+         "fieldsV1": {"f:status": {"f:acceptedNames": {"f:kind": {}, "f:listKind": {}, "f:plural": {}, "f:singular": {}},
+                                   "f:conditions": {f'k:{{"type":"{t}"}}': {".": {}, "f:lastTransitionTime": {}, "f:message": {},
+                                                                             "f:reason": {}, "f:status": {}, "f:type": {}}
+                                                    for t in ("Established", "NamesAccepted")}}}}]
+    return o
+
+
 def delete_and_connect():
     """A DELETE (the API server sends the stored object as oldObject) and a CONNECT (pod exec):
     accepted without reading the objects' owners."""
@@ -132,6 +152,7 @@ def request(kind, group, obj, old, namespace=None):
 
 def cases():
     yield "crd-2kb", pair("CustomResourceDefinition", "apiextensions.k8s.io", small_crd())
+    yield "crd-managed", pair("CustomResourceDefinition", "apiextensions.k8s.io", managed(small_crd()))
     other = delete_and_connect()
     yield "delete", other["delete"]
     yield "connect", other["connect"]

@@ -5,9 +5,11 @@
 //! `serde_json::Value` of the whole request, we read small views that keep the request's
 //! identity and the objects' `metadata.{name,namespace,labels,annotations}`, borrow strings
 //! from the payload where they hold no escapes, and skip every other value by its structure
-//! (`json`), without recursion. The objects are read in two steps: the request is read
-//! whole, with each object's top-level keys (to find its `metadata`); an object's metadata is
-//! read only when the rules ask for it (CREATE and UPDATE; a DELETE or CONNECT needs none).
+//! (`json`), without recursion. The objects are read in two steps: with the request, each
+//! object's top-level keys and its metadata's keys, to find where its `name`, `namespace`,
+//! `labels` and `annotations` are (everything else in the metadata, such as `managedFields`,
+//! is skipped once, there); those four are read only when the rules ask for them (CREATE and
+//! UPDATE; a DELETE or CONNECT needs none).
 //! Its label and annotation keys are compared, as they are read, with the few the settings
 //! name (`Wanted`); only the values of those are decoded and checked, straight into the
 //! caller's slots, so nothing is collected per entry.
@@ -56,8 +58,21 @@ pub struct GroupVersionKind<'a> {
 /// A Kubernetes object, of which only the metadata is read (see `Payload::metadata`).
 #[derive(Debug, Default)]
 pub struct Object {
-    /// Where its `metadata` starts (a JSON object), unless it has none or it is null.
-    metadata_at: Option<usize>,
+    /// Where its metadata's fields are, unless it has no metadata or it is null.
+    metadata: Option<MetadataAt>,
+}
+
+/// Where the fields of an object's metadata that the rules read start, found with the
+/// request; what they hold is checked only when they are read.
+#[derive(Debug, Default)]
+struct MetadataAt {
+    name: Option<usize>,
+    namespace: Option<usize>,
+    labels: Option<usize>,
+    annotations: Option<usize>,
+    /// The first of these fields found twice, and where: refused when the metadata is read
+    /// (with a duplicate, the last value must not win silently).
+    duplicate: Option<(&'static str, usize)>,
 }
 
 /// An object's name and namespace (its wanted labels and annotations go to the caller's
@@ -168,15 +183,11 @@ fn read_request<'a>(r: &mut Reader<'a>, out: &mut Request<'a>) -> Result<()> {
         }
         b"object" => {
             seen.once(r, 5, "object")?;
-            read_nullable(r, &mut out.object, |r, o| {
-                read_object(r, o, "request.object")
-            })
+            read_request_object(r, &mut out.object, &out.operation, "request.object")
         }
         b"oldObject" => {
             seen.once(r, 6, "oldObject")?;
-            read_nullable(r, &mut out.old_object, |r, o| {
-                read_object(r, o, "request.oldObject")
-            })
+            read_request_object(r, &mut out.old_object, &out.operation, "request.oldObject")
         }
         _ => r.skip_value(),
     })
@@ -197,52 +208,61 @@ fn read_gvk<'a>(r: &mut Reader<'a>, out: &mut GroupVersionKind<'a>) -> Result<()
     })
 }
 
-/// Reads an object's top-level keys: where its metadata is, once; every value is skipped.
+/// An object of the request: its keys are read to locate its metadata, unless the operation,
+/// read before it, is one whose rules read no object (DELETE, CONNECT): then it is only
+/// skipped by its structure. policy-server writes `operation` before the objects.
+fn read_request_object<'a>(
+    r: &mut Reader<'a>,
+    slot: &mut Option<Object>,
+    operation: &Option<Str<'a>>,
+    what: &'static str,
+) -> Result<()> {
+    if matches!(operation.as_deref(), Some("DELETE" | "CONNECT")) {
+        *slot = if r.null()? {
+            None
+        } else {
+            r.skip_value()?;
+            Some(Object::default())
+        };
+        return Ok(());
+    }
+    read_nullable(r, slot, |r, o| read_object(r, o, what))
+}
+
+/// Reads an object's top-level keys, and its metadata's: where the fields the rules read are.
+/// Every other value is skipped.
 fn read_object(r: &mut Reader, out: &mut Object, what: &'static str) -> Result<()> {
     let mut seen = Seen::default();
     r.object(what, |r, key| match key {
         b"metadata" => {
             seen.once(r, 0, "metadata")?;
-            out.metadata_at = match r.peek() {
-                Some(b'{') => Some(r.position()),
-                Some(b'n') => None,
-                Some(_) => {
+            match r.peek() {
+                Some(b'{') => locate_metadata(r, out.metadata.insert(MetadataAt::default())),
+                Some(b'n') => r.null().map(drop),
+                _ => {
                     let found = r.found();
-                    return Err(r.error(format!("metadata must be a JSON object, not {found}")));
+                    Err(r.error(format!("metadata must be a JSON object, not {found}")))
                 }
-                None => None,
-            };
-            r.skip_value()
+            }
         }
         _ => r.skip_value(),
     })
 }
 
-fn read_metadata<'a>(
-    r: &mut Reader<'a>,
-    out: &mut Metadata<'a>,
-    wanted: Wanted,
-    values: &mut [Option<Str<'a>>],
-) -> Result<()> {
-    let mut seen = Seen::default();
-    r.object("metadata", |r, key| match key {
-        b"name" => {
-            seen.once(r, 0, "name")?;
-            string(r, &mut out.name, "metadata.name")
+fn locate_metadata(r: &mut Reader, out: &mut MetadataAt) -> Result<()> {
+    r.object("metadata", |r, key| {
+        let (slot, field) = match key {
+            b"name" => (&mut out.name, "name"),
+            b"namespace" => (&mut out.namespace, "namespace"),
+            b"labels" => (&mut out.labels, "labels"),
+            b"annotations" => (&mut out.annotations, "annotations"),
+            _ => return r.skip_value(),
+        };
+        r.peek();
+        if slot.replace(r.position()).is_some() {
+            out.duplicate.get_or_insert((field, r.position()));
         }
-        b"namespace" => {
-            seen.once(r, 1, "namespace")?;
-            string(r, &mut out.namespace, "metadata.namespace")
-        }
-        b"labels" => {
-            seen.once(r, 2, "labels")?;
-            read_string_map(r, "metadata.labels", wanted.labels, values)
-        }
-        b"annotations" => {
-            seen.once(r, 3, "annotations")?;
-            read_string_map(r, "metadata.annotations", wanted.annotations, values)
-        }
-        _ => r.skip_value(),
+        r.skip_value()
     })
 }
 
@@ -318,14 +338,48 @@ impl<'a> Payload<'a> {
         values: &mut [Option<Str<'a>>],
     ) -> std::result::Result<Metadata<'a>, String> {
         let mut metadata = Metadata::default();
-        if let Some(at) = object.metadata_at {
-            let mut r = Reader::new(self.input);
-            r.seek(at);
-            read_metadata(&mut r, &mut metadata, wanted, values)
-                .map_err(|e| format!("the admission request cannot be read: {e}"))?;
+        if let Some(at) = &object.metadata {
+            read_metadata(
+                &mut Reader::new(self.input),
+                at,
+                &mut metadata,
+                wanted,
+                values,
+            )
+            .map_err(|e| format!("the admission request cannot be read: {e}"))?;
         }
         Ok(metadata)
     }
+}
+
+fn read_metadata<'a>(
+    r: &mut Reader<'a>,
+    at: &MetadataAt,
+    out: &mut Metadata<'a>,
+    wanted: Wanted,
+    values: &mut [Option<Str<'a>>],
+) -> Result<()> {
+    if let Some((field, pos)) = at.duplicate {
+        r.seek(pos);
+        return Err(r.error(format!("duplicate field `{field}`")));
+    }
+    if let Some(pos) = at.name {
+        r.seek(pos);
+        string(r, &mut out.name, "metadata.name")?;
+    }
+    if let Some(pos) = at.namespace {
+        r.seek(pos);
+        string(r, &mut out.namespace, "metadata.namespace")?;
+    }
+    if let Some(pos) = at.labels {
+        r.seek(pos);
+        read_string_map(r, "metadata.labels", wanted.labels, values)?;
+    }
+    if let Some(pos) = at.annotations {
+        r.seek(pos);
+        read_string_map(r, "metadata.annotations", wanted.annotations, values)?;
+    }
+    Ok(())
 }
 
 impl Request<'_> {
@@ -473,6 +527,31 @@ mod tests {
             parse_payload(br#"{"request":{"object":{"metadata":{},"metadata":{}}}}"#).unwrap_err();
         assert!(e.contains("duplicate field `metadata`"), "{e}");
         let e = parse_payload(br#"{"request":{"object":{"metadata":{"labels":[}}}}"#).unwrap_err();
+        assert!(e.contains("mismatched brackets"), "{e}");
+    }
+
+    #[test]
+    fn metadata_fields_are_located_with_the_request_and_checked_when_read() {
+        // A field twice: found with the request, refused when the metadata is read.
+        let p = parse_payload(
+            br#"{"request":{"object":{"metadata":{"labels":{},"uid":"u","labels":{"a":"b"}}}}}"#,
+        )
+        .unwrap();
+        let e = labels(&p, &["a"]).unwrap_err();
+        assert!(e.contains("duplicate field `labels`"), "{e}");
+        // What the rules do not read in the metadata is skipped with the request, once.
+        let p = parse_payload(
+            br#"{"request":{"object":{"metadata":{"managedFields":[{"f:x":{".":{}}}],
+            "name":7,"labels":{"a":"b"}}}}}"#,
+        )
+        .unwrap();
+        let e = labels(&p, &["a"]).unwrap_err();
+        assert!(
+            e.contains("metadata.name must be a string, not a number"),
+            "{e}"
+        );
+        let e = parse_payload(br#"{"request":{"object":{"metadata":{"managedFields":[}}}}"#)
+            .unwrap_err();
         assert!(e.contains("mismatched brackets"), "{e}");
     }
 
