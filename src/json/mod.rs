@@ -623,7 +623,14 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let (chunks, rest) = s.as_bytes().as_chunks::<16>();
     for chunk in chunks {
-        write_chunk(out, chunk, chunk.len());
+        // `special` also marks non-ASCII bytes, which `write_chunk` copies as they are. A copy
+        // of a constant size compiles to two moves; one of a length known only at run time
+        // is `memory.copy`, a call out of WebAssembly.
+        if simd::special(chunk) == 0 {
+            out.extend_from_slice(chunk);
+        } else {
+            write_chunk(out, chunk, chunk.len());
+        }
     }
     if !rest.is_empty() {
         // The last, partial chunk, padded with spaces, which need no escape.
@@ -635,9 +642,7 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Writes the first `len` bytes of `chunk`, escaped.
-#[inline]
 fn write_chunk(out: &mut Vec<u8>, chunk: &[u8; 16], len: usize) {
-    // `special` also marks non-ASCII bytes, which `write_byte` copies as they are.
     let mut mask = simd::special(chunk) & (u32::MAX >> (32 - len)) as u16;
     if mask == 0 {
         out.extend_from_slice(chunk.get(..len).unwrap_or_default());
