@@ -104,8 +104,8 @@ race-smoke: policy.wasm $(HOST)
 # already checked as UTF-8, where AddressSanitizer finds nothing that bounds checks and the
 # oracles (UTF-8 included) do not; without it the targets build in half the time and run
 # 1.4x-2.8x more inputs a second; leaks are checked by the 100,000-evaluation soak in
-# e2e-tests/hostile.bats. cargo-fuzz only drives cargo and
-# libFuzzer, so it is installed unoptimised (--debug): 22 s instead of about two minutes.
+# e2e-tests/hostile.bats. cargo-fuzz only drives cargo and libFuzzer, so it is installed
+# unoptimised (--debug): 22 s instead of about two minutes.
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS := validate_raw validate_structured validate_settings
 fuzz-smoke:

@@ -38,22 +38,10 @@ impl<T: Part> Part for Option<T> {
     }
 }
 
-/// In decimal (revisions).
+/// In decimal (revisions; only the two rejections that name one use it, so `core::fmt`).
 impl Part for u64 {
     fn write_to(&self, out: &mut String) {
-        let mut digits = [0u8; 20];
-        let mut n = *self;
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        // ASCII digits: the bytes are a `str`.
-        text(out, std::str::from_utf8(&digits[at..]).unwrap_or_default());
+        text(out, &self.to_string());
     }
 }
 

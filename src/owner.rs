@@ -142,20 +142,6 @@ impl Rules {
         }
     }
 
-    /// Judges one admission request.
-    pub fn evaluate(&self, payload: &Payload) -> Verdict {
-        match &payload.request {
-            Some(request) => evaluate(request, payload, self),
-            None => Verdict::Unreadable {
-                message: "the validation payload has no admission request (\"request\" is \
-                          missing or null)"
-                    .into(),
-            },
-        }
-    }
-}
-
-impl Rules {
     /// How many values the rules read off one object: the owner keys and the four extra keys.
     fn slots(&self) -> usize {
         self.settings.owner_key_count() + 4
@@ -165,6 +151,18 @@ impl Rules {
         Wanted {
             labels: &self.label_keys,
             annotations: &self.annotation_keys,
+        }
+    }
+
+    /// Judges one admission request.
+    pub fn evaluate(&self, payload: &Payload) -> Verdict {
+        match &payload.request {
+            Some(request) => evaluate(request, payload, self),
+            None => Verdict::Unreadable {
+                message: "the validation payload has no admission request (\"request\" is \
+                          missing or null)"
+                    .into(),
+            },
         }
     }
 }
@@ -360,6 +358,19 @@ fn judge_update(settings: &Settings, subject: &Subject, old: &Marks, new: &Marks
     let (old, new) = (Stamp::of(old, settings), Stamp::of(new, settings));
     let keys = OwnerKeys(settings);
     let revision = settings.revision_annotation.as_str();
+    // How the two revision rejections start: the owner and the stored revision.
+    let at_revision = |stored: u64| {
+        message!(
+            subject,
+            " is owned by ",
+            Pairs::all(settings, &old.owner),
+            " at revision ",
+            stored,
+            " (",
+            revision,
+            ")",
+        )
+    };
     match transition(&old, &new) {
         Transition::Unowned | Transition::Kept => Verdict::accept(),
         Transition::Changed => {
@@ -400,14 +411,8 @@ fn judge_update(settings: &Settings, subject: &Subject, old: &Marks, new: &Marks
             settings.handover_annotation,
         )),
         Transition::RolledBack { stored, written } => reject(message!(
-            subject,
-            " is owned by ",
-            Pairs::all(settings, &old.owner),
-            " at revision ",
-            stored,
-            " (",
-            revision,
-            "), and this UPDATE would write revision ",
+            at_revision(stored),
+            ", and this UPDATE would write revision ",
             written,
             ": a stale writer (an older revision or replica of the same owner) cannot roll \
              the object back. To roll back deliberately, write the older content as a new \
@@ -416,14 +421,8 @@ fn judge_update(settings: &Settings, subject: &Subject, old: &Marks, new: &Marks
             ".",
         )),
         Transition::RevisionDropped { stored } => reject(message!(
-            subject,
-            " is owned by ",
-            Pairs::all(settings, &old.owner),
-            " at revision ",
-            stored,
-            " (",
-            revision,
-            "), and this UPDATE keeps the owner but drops the ",
+            at_revision(stored),
+            ", and this UPDATE keeps the owner but drops the ",
             revision,
             " annotation: a writer that does not stamp revisions is a stale one. Stamp a \
              revision of at least ",

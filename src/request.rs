@@ -5,14 +5,14 @@
 //! `serde_json::Value` of the whole request, we read small views that keep the request's
 //! identity and the objects' `metadata.{name,namespace,labels,annotations}`, borrow strings
 //! from the payload where they hold no escapes, and skip every other value by its structure
-//! (`json`), without recursion. The objects are read in two steps: with the request, each
-//! object's top-level keys and its metadata's keys, to find where its `name`, `namespace`,
-//! `labels` and `annotations` are (everything else in the metadata, such as `managedFields`,
-//! is skipped once, there); those four are read only when the rules ask for them (CREATE and
-//! UPDATE; a DELETE or CONNECT needs none).
-//! Its label and annotation keys are compared, as they are read, with the few the settings
-//! name (`Wanted`); only the values of those are decoded and checked, straight into the
-//! caller's slots, so nothing is collected per entry.
+//! (`json`), without recursion. The objects are read in two steps. With the request, each
+//! object's top-level keys and its metadata's keys are read, to find where its `name`,
+//! `namespace`, `labels` and `annotations` are (everything else in the metadata, such as
+//! `managedFields`, is skipped once, there); a DELETE or CONNECT, whose rules read no object,
+//! skips its objects whole once the operation is known. Those four fields are read only when
+//! the rules ask for them (CREATE and UPDATE): the label and annotation keys are compared, as
+//! they are read, with the few the settings name (`Wanted`), and only the values of those are
+//! decoded and checked, straight into the caller's slots, so nothing is collected per entry.
 //!
 //! Anything that cannot be read is an error with a message saying what was wrong; the caller
 //! rejects the request (fail closed). `null` and absent values both mean "none".
@@ -295,8 +295,6 @@ fn read_string_map<'a>(
             let key = String::from_utf8_lossy(key.raw);
             return Err(r.error(format!("{what} {key:?} must be a string, not {found}")));
         }
-        let value_at = r.position();
-        r.skip_string_span()?;
         let decoded;
         let name = if key.escaped {
             decoded = r.string_at(key.at)?;
@@ -305,7 +303,7 @@ fn read_string_map<'a>(
             key.raw
         };
         // A key may fill more than one slot (the owner kind label is often an owner label
-        // too); its value is read once.
+        // too); its value is read once, and a value no slot wants is only skipped.
         let mut value = None;
         for (wanted, i) in keys {
             if !same_bytes(name, wanted.as_bytes()) {
@@ -318,10 +316,13 @@ fn read_string_map<'a>(
                 return Err(r.error(format!("{what} has the key {wanted:?} more than once")));
             }
             if value.is_none() {
-                let read = r.string_at(value_at);
+                let read = r.string_value(String::new);
                 value = Some(read.map_err(|e| e.context(format_args!("{what} {wanted:?}")))?);
             }
             *slot = value.clone();
+        }
+        if value.is_none() {
+            r.skip_string_span()?;
         }
         Ok(())
     })

@@ -55,14 +55,13 @@ pub fn classify(block: &[u8; 64]) -> Masks {
 pub fn string_masks(block: &[u8; 64]) -> (u64, u64) {
     let (chunks, _) = block.as_chunks::<16>();
     let mut quote = 0;
-    let mut any_backslash = None::<V16>;
+    let mut backslashes = V16::load(&[0; 16]);
     for (i, chunk) in chunks.iter().enumerate() {
         let v = V16::load(chunk);
         quote |= u64::from(v.eq(b'"').mask()) << (16 * i);
-        let b = v.eq(b'\\');
-        any_backslash = Some(any_backslash.map_or(b, |a| a.or(b)));
+        backslashes = backslashes.or(v.eq(b'\\'));
     }
-    if !any_backslash.is_some_and(V16::any) {
+    if !backslashes.any() {
         return (quote, 0);
     }
     let mut backslash = 0;
