@@ -57,6 +57,13 @@ case("metadata-array", "validate", req(f'{{"metadata":[null,{owner("a")}]}}'), "
 case("object-number", "validate", req("7"), "reject", "request.object must be a JSON object, not a number")
 case("operation-number", "validate", '{"request":{"operation":1}}', "reject", "request.operation must be a string, not a number")
 case("operation-unknown", "validate", req(operation="PATCH"), "reject", 'unknown operation "PATCH"')
+# A DELETE or CONNECT reads no object: once its operation is read (policy-server writes it
+# before the objects), the objects are only skipped by their structure, which still counts.
+case("delete-metadata-string", "validate", req(old='{"metadata":"o"}', operation="DELETE"), "accept")
+case("connect-object-grammar", "validate", req('{"metadata":{"labels":[1,]},"x" 1}', operation="CONNECT"), "accept")
+case("delete-mismatched-brackets-in-old-object", "validate", req(old='{"metadata":{"labels":[}}', operation="DELETE"), "reject", "mismatched brackets")
+case("delete-unclosed-string-in-old-object", "validate", req(old='{"metadata":{"name":"o}}', operation="DELETE"), "reject", "unexpected end of input (truncated JSON)")
+case("delete-operation-after-objects", "validate", '{"request":{"uid":"h","oldObject":{"metadata":"o"},"operation":"DELETE"},"settings":{}}', "reject", "metadata must be a JSON object, not a string")
 # Duplicate keys: the last value must not win silently.
 dup_owner = f'{{"{NAME}":"a","{NAME}":"b"}}'
 case("duplicate-owner-label", "validate", req(obj(dup_owner), obj(owner("a"))), "reject", f'metadata.labels has the key "{NAME}" more than once')
