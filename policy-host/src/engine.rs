@@ -43,10 +43,14 @@ impl Policy {
         // instantiation, not the calls measured here.
         config.memory_init_cow(false);
         config.with_host_memory(Arc::new(GaugedMemoryCreator(memory.clone())));
-        // `perf record` can name the guest's functions when wasmtime writes a perf map
+        // `perf record` can name the guest's functions when wasmtime writes a perf map, and
+        // show their instructions (`perf annotate`, after `perf inject --jit`) with a jitdump
         // (build the module with its name section: see README, Performance).
         if std::env::var_os("POLICY_HOST_PERF_MAP").is_some() {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        if std::env::var_os("POLICY_HOST_JITDUMP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::JitDump);
         }
         let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let module = compiled(&engine, module)?;

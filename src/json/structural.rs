@@ -152,11 +152,14 @@ pub fn skip_container(input: &[u8], start: usize) -> Result<usize, SkipError> {
             }
         };
         let (quote, backslash) = string_masks(block);
-        if in_string != 0 && quote | backslash == 0 {
+        if in_string != 0 && quote == 0 {
             // Inside a long string (a ConfigMap's data, a description), a block without
-            // quotes or backslashes cannot hold anything structural, nor escape the next
-            // block's first byte: its brackets need not be classified.
-            escape_carry = 0;
+            // quotes cannot end it, so nothing in it is structural: its brackets need not be
+            // classified. Its backslashes (a ConfigMap's `\n`) only decide whether the next
+            // block's first byte is escaped.
+            if backslash | escape_carry != 0 {
+                escaped(backslash, &mut escape_carry);
+            }
             at += 64;
             continue;
         }
@@ -294,7 +297,35 @@ mod tests {
         prop::collection::vec(piece, 0..40).prop_map(|p| p.concat())
     }
 
+    /// Long strings full of escapes, as a ConfigMap's data is (`\n` every line): blocks
+    /// inside a string with backslashes and no quote, runs of backslashes across blocks.
+    fn escaped_long_strings() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            prop::sample::select(vec![
+                &b"\\n"[..],
+                b"\\\\",
+                b"\\\"",
+                b"\"",
+                b"{",
+                b"}",
+                b"[",
+                b"]",
+                b"\\"
+            ])
+            .prop_map(|p| p.to_vec()),
+            (0usize..100).prop_map(|n| vec![b'a'; n]),
+        ];
+        prop::collection::vec(piece, 0..60).prop_map(|p| p.concat())
+    }
+
     proptest! {
+        #[test]
+        fn skipping_escaped_long_strings_matches_the_reference(body in escaped_long_strings(), open in prop::bool::ANY) {
+            let mut input = vec![if open { b'{' } else { b'[' }];
+            input.extend(body);
+            prop_assert_eq!(skip_container(&input, 0), naive_skip(&input, 0));
+        }
+
         #[test]
         fn skipping_long_strings_matches_the_reference(body in long_strings(), open in prop::bool::ANY) {
             let mut input = vec![if open { b'{' } else { b'[' }];
