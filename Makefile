@@ -78,10 +78,11 @@ e2e-tests: annotated-policy.wasm $(HOST)
 	@./scripts/setup.sh test
 	KWCTL=$(KWCTL) bats e2e-tests/
 
-# The comparison with the null, floor and conventional modules; prints the table and the
-# targets.
+# The comparison with the null, floor, index floor and conventional modules; prints the
+# table and the targets.
 bench: policy.wasm $(HOST)
 	cargo build --target wasm32-wasip1 --release -p null-module -p floor-module -p conventional-module
+	cargo build --target wasm32-wasip1 --release -p floor-module --features index --target-dir target/index-floor
 	python3 scripts/make-requests.py bench/requests
 	python3 bench/run.py
 
@@ -126,6 +127,8 @@ lint: lint-workflows
 	CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" RUSTC_WORKSPACE_WRAPPER=$(CLIPPY_DRIVER) \
 		$(HOST_BUILD)
 	cargo clippy --target wasm32-wasip1 -p single-owner-policy -- -D warnings
+	cargo clippy --target wasm32-wasip1 -p floor-module --features index --target-dir target/index-floor \
+		-- -D warnings
 
 # actionlint and zizmor on .github/workflows, and the make targets they call.
 lint-workflows:

@@ -10,6 +10,12 @@ rules over a serde_json::Value of the whole request). Each measurement is
 "End to end" adds the host's own per-request work as policy-server does it (parse the request
 into a JSON tree, serialize the guest payload), for this policy and the null module.
 
+Every module above is measured on one instance reused across evaluations, as `kwctl bench`
+does. policy-server 1.31 instead serves each request on a fresh instance (it rehydrates an
+InstancePre per request, with epoch interruption on): a second, smaller table measures the
+small requests that way (`policy-host bench --fresh-instance`), for this policy and the null
+module, and there what a policy keeps between calls (its parsed settings) is gone every time.
+
 The "previous" columns come from a committed baseline (bench/baseline.json), measured the same
 way for the previous release's module: `bench/run.py --record-baseline MODULE` writes it.
 Ratios to the null module of the same run are what the targets compare, as they hold across
@@ -29,19 +35,27 @@ MODULES = {
     "floor": ROOT / "target/wasm32-wasip1/release/floor_module.wasm",
     "conventional": ROOT / "target/wasm32-wasip1/release/conventional_module.wasm",
 }
+# The floor module built with its `index` feature: a simdjson-style reader's first stage (the
+# classification of every byte, and the index of the structural characters), measured on the
+# small requests only.
+INDEX_FLOOR = ROOT / "target/index-floor/wasm32-wasip1/release/floor_module.wasm"
 BASELINE = ROOT / "bench/baseline.json"
 BOTH = ("accept", "reject")
 CASES = [("crd-2kb", BOTH), ("crd-managed", BOTH), ("delete", ("accept",)), ("connect", ("accept",)),
          ("deployment-50kb", BOTH), ("crd-prometheus", BOTH), ("crd-synthetic-1mb", BOTH),
          ("crd-synthetic-4mb", BOTH), ("configmap-1mb", BOTH), ("configmap-4mb", BOTH),
          ("crd-nested-100", BOTH)]
+FRESH = [("crd-2kb", "accept"), ("crd-2kb", "reject"), ("crd-managed", "accept"), ("delete", "accept"),
+         ("connect", "accept")]
+SMALL = ("crd-2kb", "crd-managed", "delete", "connect")
 LARGE = ("crd-prometheus", "crd-synthetic-1mb", "crd-synthetic-4mb", "configmap-1mb", "configmap-4mb")
 
 
-def bench(module, request, args, end_to_end=False):
+def bench(module, request, args, end_to_end=False, fresh_instance=False):
     """The report, or None when the module cannot evaluate the request (a guest error)."""
     run = subprocess.run(
-        [str(HOST), "bench", "--json"] + (["--end-to-end"] if end_to_end else []) + [
+        [str(HOST), "bench", "--json"] + (["--end-to-end"] if end_to_end else [])
+        + (["--fresh-instance"] if fresh_instance else []) + [
             "-r", str(request), "--warm-up-time", str(args.warm_up),
             "--measurement-time", str(args.measurement), "--num-samples", str(args.samples), str(module)],
         capture_output=True, text=True)
@@ -92,6 +106,8 @@ def main():
         for outcome in outcomes:
             path = requests / f"{case}-{outcome}.json"
             r = {name: bench(m, path, args) for name, m in MODULES.items()}
+            if case in SMALL:
+                r["index"] = bench(INDEX_FLOOR, path, args)
             for name in ("policy", "null"):
                 r[f"{name}-e2e"] = bench(MODULES[name], path, args, end_to_end=True)
             results[(case, outcome)] = r
@@ -124,6 +140,16 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
+    print("\nAs policy-server 1.31 serves requests, a fresh instance per request (instantiation, "
+          "init functions, the call; with epoch interruption):\n")
+    print("| request | outcome | policy µs | null µs | policy/null |")
+    print("|---|---|---|---|---|")
+    for case, outcome in FRESH:
+        path = requests / f"{case}-{outcome}.json"
+        p, n = (bench(MODULES[m], path, args, fresh_instance=True) for m in ("policy", "null"))
+        print(f"| {case} | {outcome} | {p['median_ns'] / 1000:,.1f} | {n['median_ns'] / 1000:,.1f} "
+              f"| {p['median_ns'] / n['median_ns']:.2f}x |")
+
     def med(case, outcome="reject", module="policy"):
         return results[(case, outcome)][module]["median_ns"]
 
@@ -138,9 +164,12 @@ def main():
         return (med(case, outcome) - med(case, outcome, "null")) / results[(case, outcome)]["policy"]["payload_bytes"]
 
     def floor(case, outcome, bar):
-        """The floor module's ratio to the null module, and whether the bar lies below it."""
+        """The floor module's ratio to the null module, and whether the bar lies below it; and
+        the same for the first stage of an index-walking reader."""
         ratio = med(case, outcome, "floor") / med(case, outcome, "null")
-        return f"; floor {ratio:.2f}" + (" (the structural check alone is above the bar)" if ratio > bar else "")
+        index = med(case, outcome, "index") / med(case, outcome, "null")
+        return (f"; floor {ratio:.2f}" + (" (the structural check alone is above the bar)" if ratio > bar else "")
+                + f"; structural index {index:.2f}" + (" (above the bar before any key is read)" if index > bar else ""))
 
     # Each check: (name, value, bar, higher is better).
     checks = []

@@ -41,3 +41,17 @@ refused() {
   evaluate clusterrole-helm-release-change.json -s "$SETTINGS/helm.yaml"
   assert_rejected
 }
+
+# policy-server 1.31 serves each request on a fresh instance, so what the policy caches of its
+# settings never survives a request there: they must be read anew on every one.
+@test "(policy-host bench --fresh-instance) on a fresh instance per request, as policy-server serves them, the settings still apply" {
+  fresh() {
+    run --separate-stderr "$POLICY_HOST" bench --fresh-instance --json -r "$FIXTURES/crd-adopt.json" \
+      "$@" --warm-up-time 0.01 --measurement-time 0.05 --num-samples 2 "$POLICY"
+    assert_success
+    jq -r '.accepted' <<<"$output"
+  }
+  assert_equal "$(fresh)" true
+  assert_equal "$(fresh -s "$SETTINGS/strict.json")" false
+  assert_equal "$(fresh --settings-json '{"allowAdoption": false}')" false
+}

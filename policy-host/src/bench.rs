@@ -1,14 +1,15 @@
 //! `policy-host bench`: the cost of the guest `validate` call on one instantiated module, as
-//! policy-server reuses instances. Like `kwctl bench`: warm-up, then samples; each sample times
-//! a batch of evaluations and yields the mean time of one.
+//! `kwctl bench` measures it, or on a fresh instance per evaluation, as policy-server 1.31
+//! serves requests (`--fresh-instance`). Like `kwctl bench`: warm-up, then samples; each
+//! sample times a batch of evaluations and yields the mean time of one.
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::engine::Policy;
+use crate::engine::{Policy, PolicyPre, ValidationResponse};
 
 #[derive(Debug, Serialize)]
 pub struct BenchReport {
@@ -32,20 +33,42 @@ pub enum Scope<'a> {
     },
 }
 
-fn evaluate(policy: &Policy, payload: &[u8], scope: &Scope) -> Result<()> {
-    match scope {
-        Scope::Guest => policy.call("validate", payload)?,
-        Scope::EndToEnd { request, settings } => {
-            let request: Value = serde_json::from_str(request)?;
-            let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
-            policy.call("validate", &payload)?
-        }
-    };
-    Ok(())
+/// Which instance evaluates: the one loaded (its memory, and what the guest keeps there,
+/// carries over from one evaluation to the next), or a fresh one each time.
+pub enum Instance<'a> {
+    Reused,
+    Fresh(&'a PolicyPre),
 }
 
+/// One evaluation; the guest's answer.
+fn evaluate(
+    policy: &Policy,
+    instance: &Instance,
+    payload: &[u8],
+    scope: &Scope,
+) -> Result<Vec<u8>> {
+    let serialized;
+    let payload = match scope {
+        Scope::Guest => payload,
+        Scope::EndToEnd { request, settings } => {
+            let request: Value = serde_json::from_str(request)?;
+            serialized = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+            &serialized
+        }
+    };
+    match instance {
+        Instance::Reused => policy.call("validate", payload),
+        Instance::Fresh(pre) => {
+            (pre.instantiate()?.call("validate", payload)).map_err(|e| anyhow::anyhow!("{e}"))
+        }
+    }
+}
+
+/// Benchmarks `validate`; `policy` is the reused instance, which also tells how much memory
+/// the guest uses. The decision reported is the one of the instances measured.
 pub fn bench(
     policy: &Policy,
+    instance: &Instance,
     payload: &[u8],
     scope: &Scope,
     warm_up: Duration,
@@ -53,12 +76,15 @@ pub fn bench(
     num_samples: usize,
 ) -> Result<BenchReport> {
     ensure!(num_samples > 0, "--num-samples must be at least 1");
-    let accepted = policy.validate(payload)?.accepted;
+    let answer = evaluate(policy, instance, payload, scope)?;
+    let accepted = serde_json::from_slice::<ValidationResponse>(&answer)
+        .context("validate returned an unreadable answer")?
+        .accepted;
     // Warm up, and learn how long one evaluation takes.
     let start = Instant::now();
     let mut warm_iterations = 0u64;
     while start.elapsed() < warm_up || warm_iterations == 0 {
-        evaluate(policy, payload, scope)?;
+        evaluate(policy, instance, payload, scope)?;
         warm_iterations += 1;
     }
     let per_eval = start.elapsed().as_secs_f64() / warm_iterations as f64;
@@ -69,7 +95,7 @@ pub fn bench(
     for _ in 0..num_samples {
         let t = Instant::now();
         for _ in 0..batch {
-            evaluate(policy, payload, scope)?;
+            evaluate(policy, instance, payload, scope)?;
         }
         samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
     }

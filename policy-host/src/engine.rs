@@ -1,6 +1,8 @@
 //! Loads a Kubewarden policy module and calls it through waPC, as policy-server does:
-//! `wapc` + `wasmtime-provider` with WASI, one instance reused across evaluations, and the
-//! `kubewarden` host callback answering only `tracing`/`log`.
+//! `wapc` + `wasmtime-provider` with WASI, and the `kubewarden` host callback answering only
+//! `tracing`/`log`. `Policy` is one instance reused across evaluations, as `kwctl run` and
+//! `kwctl bench` use it; `PolicyPre` makes a fresh instance per evaluation, as policy-server
+//! does.
 
 use std::sync::Arc;
 
@@ -8,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
 use wapc::{WapcHost, WasiParams};
-use wasmtime_provider::WasmtimeEngineProviderBuilder;
+use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 use crate::memory::{GaugedMemoryCreator, MemoryGauge};
 
@@ -53,7 +55,7 @@ impl Policy {
             config.profiler(wasmtime::ProfilingStrategy::JitDump);
         }
         let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        let module = compiled(&engine, module)?;
+        let module = compiled(&engine, module, "reused")?;
         let provider = WasmtimeEngineProviderBuilder::new()
             .engine(engine)
             .module(module)
@@ -93,12 +95,54 @@ impl Policy {
     }
 }
 
+/// The module ready to be instantiated, as policy-server 1.31 keeps it. policy-server gives
+/// every request a fresh instance: `EvaluationEnvironment::validate_policy` rehydrates a
+/// `PolicyEvaluatorPre` (`wasmtime::InstancePre`) and runs the guest's init functions, so
+/// nothing a policy keeps in its memory outlives one request. Its engine is wasmtime's default
+/// configuration with epoch interruption on (the default 2-second evaluation limit), which
+/// adds an epoch check to every loop and function of the guest.
+pub struct PolicyPre {
+    pre: WasmtimeEngineProviderPre,
+}
+
+/// policy-server's deadlines, in epoch ticks; nothing ticks here, they only make wasmtime
+/// check them as it does there.
+const DEADLINES: EpochDeadlines = EpochDeadlines {
+    wapc_init: 2,
+    wapc_func: 2,
+};
+
+impl PolicyPre {
+    pub fn load(module: &[u8]) -> Result<PolicyPre> {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let module = compiled(&engine, module, "epoch")?;
+        let pre = WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module(module)
+            .wasi_params(WasiParams::default())
+            .build_pre()
+            .context("cannot prepare the policy module")?;
+        Ok(PolicyPre { pre })
+    }
+
+    /// A fresh instance, its init functions run: what policy-server makes for each request.
+    pub fn instantiate(&self) -> Result<WapcHost> {
+        let provider = (self.pre.rehydrate(Some(DEADLINES)))
+            .context("cannot instantiate the policy module")?;
+        WapcHost::new(Box::new(provider), Some(Box::new(host_callback)))
+            .context("cannot initialize the policy module (wapc_init)")
+    }
+}
+
 /// The module compiled for `engine`, from the cache when it was compiled before: the e2e
 /// suite loads the same module a few hundred times, and policy-host's cranelift is built
 /// unoptimized (Cargo.toml, profile `host`). The cache is `target/host/module-cache` beside the
-/// binary (or `$POLICY_HOST_CACHE`), one file per module, named by its SHA-256; a file that
-/// does not load (another wasmtime, another configuration) is compiled again and replaced.
-fn compiled(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<wasmtime::Module> {
+/// binary (or `$POLICY_HOST_CACHE`), one file per module and engine configuration (`config`
+/// names it), named by the module's SHA-256; a file that does not load (another wasmtime) is
+/// compiled again and replaced.
+fn compiled(engine: &wasmtime::Engine, bytes: &[u8], config: &str) -> Result<wasmtime::Module> {
     use sha2::{Digest, Sha256};
     let dir = match std::env::var_os("POLICY_HOST_CACHE") {
         Some(dir) => std::path::PathBuf::from(dir),
@@ -111,7 +155,7 @@ fn compiled(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<wasmtime::Module>
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let path = dir.join(format!("{digest}.cwasm"));
+    let path = dir.join(format!("{digest}-{config}.cwasm"));
     if path.exists() {
         // SAFETY: the file is one this function wrote with `Module::serialize` for this
         // module's bytes (its name is their digest); wasmtime checks that it was produced by

@@ -37,7 +37,8 @@ struct Cli {
 enum Command {
     /// Evaluate an admission request, like `kwctl run`.
     Run(RunArgs),
-    /// Benchmark `validate` on one instance, like `kwctl bench`.
+    /// Benchmark `validate` on one instance, like `kwctl bench` (or a fresh instance per
+    /// evaluation, as policy-server serves requests).
     Bench {
         #[command(flatten)]
         run: RunArgs,
@@ -56,6 +57,11 @@ enum Command {
         /// and serialize the guest payload on every evaluation.
         #[arg(long)]
         end_to_end: bool,
+        /// Evaluate on a fresh instance every time, as policy-server 1.31 serves each request
+        /// (its engine configuration too: epoch interruption on). Without it, one instance
+        /// is reused, as `kwctl bench` does.
+        #[arg(long)]
+        fresh_instance: bool,
     },
     /// Store metadata in the module, like `kwctl annotate`.
     Annotate {
@@ -242,8 +248,17 @@ fn run(cli: Cli) -> Result<()> {
             num_samples,
             json,
             end_to_end,
+            fresh_instance,
         } => {
             let (policy, request, payload) = run.prepare()?;
+            let pre = match fresh_instance {
+                true => Some(engine::PolicyPre::load(&read_module(&run.module)?)?),
+                false => None,
+            };
+            let instance = match &pre {
+                Some(pre) => bench::Instance::Fresh(pre),
+                None => bench::Instance::Reused,
+            };
             let settings =
                 review::read_settings(run.settings_json.as_deref(), run.settings_path.as_deref())?;
             let scope = if end_to_end {
@@ -256,6 +271,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             let report = bench::bench(
                 &policy,
+                &instance,
                 &payload,
                 &scope,
                 Duration::from_secs_f64(warm_up_time),
