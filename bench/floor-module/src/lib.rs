@@ -11,8 +11,8 @@
 //! design that walks keys by an index rather than scanning for them: the same classification
 //! of every byte, with the position of every unescaped quote and of every bracket outside
 //! strings written to an index (eight at a time, unconditionally, as simdjson writes them).
-//! `make bench` builds it as `index_floor.wasm`: what such a reader costs before it has read
-//! a single key.
+//! `make bench` builds it into `target/index-floor/` and shows it as the "structural index"
+//! beside the floor: what such a reader costs before it has read a single key.
 
 // `structural` finds `simd` as its parent's module, as in the policy's `json` module.
 #[allow(dead_code)]
