@@ -45,22 +45,7 @@ impl Policy {
         // instantiation, not the calls measured here.
         config.memory_init_cow(false);
         config.with_host_memory(Arc::new(GaugedMemoryCreator(memory.clone())));
-        // `perf record` can name the guest's functions when wasmtime writes a perf map, and
-        // show their instructions (`perf annotate`, after `perf inject --jit`) with a jitdump
-        // (build the module with its name section: see README, Performance).
-        if std::env::var_os("POLICY_HOST_PERF_MAP").is_some() {
-            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-        }
-        if std::env::var_os("POLICY_HOST_JITDUMP").is_some() {
-            config.profiler(wasmtime::ProfilingStrategy::JitDump);
-        }
-        let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        let module = compiled(&engine, module, "reused")?;
-        let provider = WasmtimeEngineProviderBuilder::new()
-            .engine(engine)
-            .module(module)
-            .wasi_params(WasiParams::default())
-            .build()
+        let provider = (provider_builder(config, module, "reused")?.build())
             .context("cannot instantiate the policy module")?;
         let host = WapcHost::new(Box::new(provider), Some(Box::new(host_callback)))
             .context("cannot initialize the policy module (wapc_init)")?;
@@ -116,13 +101,7 @@ impl PolicyPre {
     pub fn load(module: &[u8]) -> Result<PolicyPre> {
         let mut config = wasmtime::Config::new();
         config.epoch_interruption(true);
-        let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        let module = compiled(&engine, module, "epoch")?;
-        let pre = WasmtimeEngineProviderBuilder::new()
-            .engine(engine)
-            .module(module)
-            .wasi_params(WasiParams::default())
-            .build_pre()
+        let pre = (provider_builder(config, module, "epoch")?.build_pre())
             .context("cannot prepare the policy module")?;
         Ok(PolicyPre { pre })
     }
@@ -134,6 +113,29 @@ impl PolicyPre {
         WapcHost::new(Box::new(provider), Some(Box::new(host_callback)))
             .context("cannot initialize the policy module (wapc_init)")
     }
+}
+
+/// A waPC provider for `module` with WASI, in an engine of `config` (`name` tells the cache
+/// which configuration it is). `perf record` can name the guest's functions when wasmtime
+/// writes a perf map, and show their instructions (`perf annotate`, after `perf inject --jit`)
+/// with a jitdump (build the module with its name section: see README, Performance).
+fn provider_builder(
+    mut config: wasmtime::Config,
+    module: &[u8],
+    name: &str,
+) -> Result<WasmtimeEngineProviderBuilder<'static>> {
+    if std::env::var_os("POLICY_HOST_PERF_MAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+    if std::env::var_os("POLICY_HOST_JITDUMP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::JitDump);
+    }
+    let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let module = compiled(&engine, module, name)?;
+    Ok(WasmtimeEngineProviderBuilder::new()
+        .engine(engine)
+        .module(module)
+        .wasi_params(WasiParams::default()))
 }
 
 /// The module compiled for `engine`, from the cache when it was compiled before: the e2e
