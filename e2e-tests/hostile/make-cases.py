@@ -97,6 +97,20 @@ LONG = "a" * 200
 case("long-string-with-brackets-in-spec", "validate", req(obj(spec='{"x":"' + LONG + '}]\\"[{' + LONG + '"}'), obj()), "accept")
 case("unclosed-long-string-in-spec", "validate", req(obj(spec='{"x":"' + LONG + '}}'), obj()), "reject", "unexpected end of input (truncated JSON)")
 case("long-string-then-mismatch-in-spec", "validate", req(obj(spec='{"x":["' + LONG + '"}}'), obj()), "reject", "mismatched brackets")
+# A ConfigMap's values: long strings with an escape every line, so that blocks inside them hold
+# backslashes but no quote (the skip then looks only at the escapes, for the next block). Laid
+# out from the skipped value's start, where the skip's blocks begin: an escaped quote right
+# after a block that ends in a lone backslash, brackets after it, still inside the string.
+def escaped_across_blocks(end):
+    # `{"x":"` is bytes 0-5; eleven times nine letters and a `\n` fill bytes 6-126, so the
+    # backslash of `\"` is byte 127, the last of the second block, and its quote byte 128.
+    return '{"x":"' + ('a' * 9 + '\\n') * 11 + '\\"]}[{' + 'b\\n' * 40 + end
+case("escaped-long-string-with-brackets-in-spec", "validate",
+     req(obj(owner("a"), spec=escaped_across_blocks('"}')), obj(owner("a"))), "accept")
+case("escaped-long-string-owner-change", "validate",
+     req(obj(owner("b"), spec=escaped_across_blocks('"}')), obj(owner("a"))), "reject", f"owned by [{NAME}=a]")
+case("escaped-long-string-unclosed-in-spec", "validate",
+     req(obj(owner("a"), spec=escaped_across_blocks('}')), obj(owner("a"))), "reject", "unexpected end of input (truncated JSON)")
 # Objects an API server always sends.
 case("update-without-old-object", "validate", req(obj(owner("a"))), "reject", "request.oldObject is missing or null, but every UPDATE request carries it")
 case("update-without-object", "validate", req(old=obj(owner("a"))), "reject", "request.object is missing or null")
