@@ -209,9 +209,14 @@ fn check_key_list(field: &str, keys: &[String]) -> Result<(), String> {
 
 /// A Kubernetes qualified name (label and annotation keys): an optional DNS-subdomain
 /// prefix of at most 253 characters and a `/`, then a name of at most 63 characters.
+///
+/// policy-server 1.31 serves every request on a fresh instance, so there the settings are
+/// validated with every request (see `admission`): each part is checked in one loop over its
+/// bytes, without `str::split` (a searcher per part in WebAssembly).
 pub fn check_qualified_name(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
+    let (prefix, name) = match key.bytes().position(|c| c == b'/') {
+        // '/' is ASCII, so both sides are on character boundaries.
+        Some(slash) => (key.get(..slash), key.get(slash + 1..).unwrap_or_default()),
         None => (None, key),
     };
     if let Some(prefix) = prefix {
@@ -271,18 +276,7 @@ fn check_dns_subdomain(s: &str) -> Result<(), String> {
             s.len()
         ));
     }
-    let label_ok = |l: &str| {
-        let b = l.as_bytes();
-        match (b.first(), b.last()) {
-            (Some(first), Some(last)) => {
-                is_lower_alnum(*first)
-                    && is_lower_alnum(*last)
-                    && b.iter().all(|c| is_lower_alnum(*c) || *c == b'-')
-            }
-            _ => false,
-        }
-    };
-    if s.split('.').all(label_ok) {
+    if is_dns_subdomain(s.as_bytes()) {
         Ok(())
     } else {
         Err(
@@ -291,6 +285,28 @@ fn check_dns_subdomain(s: &str) -> Result<(), String> {
                 .into(),
         )
     }
+}
+
+/// Dot-separated labels of lowercase alphanumerics and '-', each starting and ending with
+/// an alphanumeric: the first and last bytes are alphanumerics, and so is the byte before
+/// each '.'; the byte after a '.' is then checked as the one before the next '.' or as the
+/// last, and a '-' may not follow a '.'.
+fn is_dns_subdomain(b: &[u8]) -> bool {
+    let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
+        return false;
+    };
+    let mut prev = first;
+    is_lower_alnum(first)
+        && is_lower_alnum(last)
+        && b.iter().skip(1).all(|&c| {
+            let ok = match c {
+                b'-' => prev != b'.',
+                b'.' => is_lower_alnum(prev),
+                c => is_lower_alnum(c),
+            };
+            prev = c;
+            ok
+        })
 }
 
 fn is_lower_alnum(c: u8) -> bool {
@@ -409,6 +425,26 @@ mod tests {
             msg.contains(expected),
             "{msg:?} should contain {expected:?}"
         );
+    }
+
+    proptest::proptest! {
+        /// The one-pass check says what splitting at the dots says.
+        #[test]
+        fn dns_subdomains_are_checked_as_split_labels(s in "[a-z0-9.A_/é -]{0,12}") {
+            let by_labels = !s.is_empty()
+                && s.split('.').all(|l| {
+                    let b = l.as_bytes();
+                    match (b.first(), b.last()) {
+                        (Some(&f), Some(&l)) => {
+                            is_lower_alnum(f)
+                                && is_lower_alnum(l)
+                                && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
+                        }
+                        _ => false,
+                    }
+                });
+            proptest::prop_assert_eq!(is_dns_subdomain(s.as_bytes()), by_labels, "{:?}", s);
+        }
     }
 
     #[test]
