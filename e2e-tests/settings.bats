@@ -21,6 +21,16 @@ refused() {
 @test "a key that is not a qualified name is refused" {
   refused '{"ownerLabels": ["owner name"]}' 'ownerLabels[0] "owner name"'
   refused '{"ownerAnnotations": ["Example.com/x"]}' 'is not a DNS subdomain'
+  # The prefix's labels: none empty, none starting or ending with '-'.
+  refused '{"ownerAnnotations": ["example..com/x"]}' 'prefix "example..com" is not a DNS subdomain'
+  refused '{"ownerAnnotations": ["example.-com/x"]}' 'prefix "example.-com" is not a DNS subdomain'
+  refused '{"ownerAnnotations": ["example-.com/x"]}' 'prefix "example-.com" is not a DNS subdomain'
+  refused '{"ownerAnnotations": ["example.com./x"]}' 'prefix "example.com." is not a DNS subdomain'
+}
+
+@test "a qualified name with '-' and digits inside its prefix's labels is accepted" {
+  evaluate crd-owner-change.json --settings-json '{"ownerLabels": ["my-org.ex4mple.com/owner"], "ownerKindLabel": ""}'
+  assert_quiet_accept
 }
 
 @test "a duplicate key is refused" {

@@ -288,9 +288,9 @@ fn check_dns_subdomain(s: &str) -> Result<(), String> {
 }
 
 /// Dot-separated labels of lowercase alphanumerics and '-', each starting and ending with
-/// an alphanumeric: the first and last bytes are alphanumerics, and so is the byte before
-/// each '.'; the byte after a '.' is then checked as the one before the next '.' or as the
-/// last, and a '-' may not follow a '.'.
+/// an alphanumeric: the first and last bytes are lowercase alphanumerics, and so is the byte
+/// before each '.'; the byte after a '.' is then checked as the one before the next '.' or as
+/// the last, and a '-' may not follow a '.'.
 fn is_dns_subdomain(b: &[u8]) -> bool {
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
         return false;
