@@ -8,7 +8,11 @@ policy that rejects truncated or unbalanced JSON can do) and the conventional mo
 rules over a serde_json::Value of the whole request). Each measurement is
 `policy-host bench`: one instance, warm-up, then samples; the median time per evaluation.
 "End to end" adds the host's own per-request work as policy-server does it (parse the request
-into a JSON tree, serialize the guest payload), for this policy and the null module.
+into a JSON tree, serialize the guest payload), for this policy and the null module, and for
+the floor module on the small requests. policy-host allocates with policy-server's allocator
+(jemalloc, configured as policy-server configures it): with glibc's, the host's side of the
+same request moved by up to a tenth with where earlier allocations had landed, which decided
+the end-to-end ratios (see README, Performance).
 
 Every module above is measured on one instance reused across evaluations, as `kwctl bench`
 does. policy-server 1.31 instead serves each request on a fresh instance (it rehydrates an
@@ -108,13 +112,15 @@ def main():
             r = {name: bench(m, path, args) for name, m in MODULES.items()}
             if case in SMALL:
                 r["index"] = bench(INDEX_FLOOR, path, args)
-            for name in ("policy", "null"):
+            for name in ("policy", "null") + (("floor",) if case in SMALL else ()):
                 r[f"{name}-e2e"] = bench(MODULES[name], path, args, end_to_end=True)
             results[(case, outcome)] = r
             # policy-server (like the end-to-end host here) parses requests with serde_json's
             # 128-level limit, so the deeply nested CRD never reaches a guest there.
             e2e = (f'{r["policy-e2e"]["median_ns"] / r["null-e2e"]["median_ns"]:.2f}x'
                    if r["policy-e2e"] and r["null-e2e"] else "host refuses (nesting)")
+            e2e_floor = (f'{r["floor-e2e"]["median_ns"] / r["null-e2e"]["median_ns"]:.2f}x'
+                         if r.get("floor-e2e") and r["null-e2e"] else "-")
             p, n, f = (r[k]["median_ns"] / 1000 for k in ("policy", "null", "floor"))
             size = r["policy"]["payload_bytes"]
             assert r["policy"]["accepted"] == (outcome == "accept"), f"{case}-{outcome}: wrong decision"
@@ -128,7 +134,8 @@ def main():
             prev_cols = (f"{prev['policy_us']:,.1f} | {prev['policy_us'] / prev['null_us']:.2f}x"
                          if prev else "- | -")
             rows.append(f"| {case} | {outcome} | {size / 1e6:.3f} | {p:,.1f} | {n:,.1f} | {conv} "
-                        f"| {p / n:.2f}x | {f / n:.2f}x | {prev_cols} | {ratio} | {e2e} | {r['policy']['memory_bytes'] / 2**20:.1f} |")
+                        f"| {p / n:.2f}x | {f / n:.2f}x | {prev_cols} | {ratio} | {e2e} | {e2e_floor} "
+                        f"| {r['policy']['memory_bytes'] / 2**20:.1f} |")
 
     print(f"Machine: {platform.machine()}, {platform.processor() or 'unknown CPU'}, "
           f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; "
@@ -136,8 +143,8 @@ def main():
           f"Previous: {baseline['release']} ({baseline['command']}).\n")
     print("| request | outcome | payload MB | policy µs | null µs | conventional µs | policy/null "
           f"| floor/null | {baseline['release']} µs | {baseline['release']} policy/null | conventional/policy "
-          "| end to end policy/null | policy guest memory MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| end to end policy/null | end to end floor/null | policy guest memory MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
     print("\nAs policy-server 1.31 serves requests, a fresh instance per request (instantiation, "
@@ -182,7 +189,10 @@ def main():
     for o in BOTH:
         r = results[("crd-2kb", o)]
         ratio = r["policy-e2e"]["median_ns"] / r["null-e2e"]["median_ns"]
-        checks.append((f"crd-2kb {o}: end to end policy/null {ratio:.2f} <= 1.10", ratio, 1.10, False))
+        floor_e2e = r["floor-e2e"]["median_ns"] / r["null-e2e"]["median_ns"]
+        checks.append((f"crd-2kb {o}: end to end policy/null {ratio:.2f} <= 1.10; floor {floor_e2e:.2f}"
+                       + (" (the structural check alone is above the bar)" if floor_e2e > 1.10 else ""),
+                       ratio, 1.10, False))
     for case in ("crd-prometheus", "crd-synthetic-4mb"):
         for o in BOTH:
             ratio = med(case, o, "conventional") / med(case, o)
