@@ -8,8 +8,8 @@
 //! (`json`), without recursion. The objects are read in two steps. With the request, each
 //! object's top-level keys and its metadata's keys are read, to find where its `name`,
 //! `namespace`, `labels` and `annotations` are (everything else in the metadata, such as
-//! `managedFields`, is skipped once, there); a DELETE or CONNECT, whose rules read no object,
-//! skips its objects whole once the operation is known. Those four fields are read only when
+//! `managedFields`, is skipped once, there); of a DELETE or CONNECT, whose rules read no
+//! object, everything in the request after the operation is skipped in one pass. Those four fields are read only when
 //! the rules ask for them (CREATE and UPDATE): the label and annotation keys are compared, as
 //! they are read, with the few the settings name (`Wanted`), and only the values of those are
 //! decoded and checked, straight into the caller's slots, so nothing is collected per entry.
@@ -163,7 +163,14 @@ fn read_request<'a>(r: &mut Reader<'a>, out: &mut Request<'a>) -> Result<()> {
     r.object("request", |r, key| match key {
         b"operation" => {
             seen.once(r, 0, "operation")?;
-            string(r, &mut out.operation, "request.operation")
+            string(r, &mut out.operation, "request.operation")?;
+            // The rules read nothing else of a DELETE or CONNECT: the rest of the request
+            // is only skipped, by its structure (policy-server writes the objects after
+            // the operation).
+            if matches!(out.operation.as_deref(), Some("DELETE" | "CONNECT")) {
+                r.skip_rest_of_object()?;
+            }
+            Ok(())
         }
         b"kind" => {
             seen.once(r, 1, "kind")?;
@@ -183,11 +190,15 @@ fn read_request<'a>(r: &mut Reader<'a>, out: &mut Request<'a>) -> Result<()> {
         }
         b"object" => {
             seen.once(r, 5, "object")?;
-            read_request_object(r, &mut out.object, &out.operation, "request.object")
+            read_nullable(r, &mut out.object, |r, o| {
+                read_object(r, o, "request.object")
+            })
         }
         b"oldObject" => {
             seen.once(r, 6, "oldObject")?;
-            read_request_object(r, &mut out.old_object, &out.operation, "request.oldObject")
+            read_nullable(r, &mut out.old_object, |r, o| {
+                read_object(r, o, "request.oldObject")
+            })
         }
         _ => r.skip_value(),
     })
@@ -206,27 +217,6 @@ fn read_gvk<'a>(r: &mut Reader<'a>, out: &mut GroupVersionKind<'a>) -> Result<()
         }
         _ => r.skip_value(),
     })
-}
-
-/// An object of the request: its keys are read to locate its metadata, unless the operation,
-/// read before it, is one whose rules read no object (DELETE, CONNECT): then it is only
-/// skipped by its structure. policy-server writes `operation` before the objects.
-fn read_request_object<'a>(
-    r: &mut Reader<'a>,
-    slot: &mut Option<Object>,
-    operation: &Option<Str<'a>>,
-    what: &'static str,
-) -> Result<()> {
-    if matches!(operation.as_deref(), Some("DELETE" | "CONNECT")) {
-        *slot = if r.null()? {
-            None
-        } else {
-            r.skip_value()?;
-            Some(Object::default())
-        };
-        return Ok(());
-    }
-    read_nullable(r, slot, |r, o| read_object(r, o, what))
 }
 
 /// Reads an object's top-level keys, and its metadata's: where the fields the rules read are.

@@ -324,6 +324,11 @@ fn missing_objects_are_unreadable(#[case] json: &str, #[case] expected: &str) {
 #[case::truncated_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}"#[..], "truncated")]
 #[case::mismatched_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":[1,2}}}}"#[..], "mismatched brackets")]
 #[case::unbalanced_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}}}}"#[..], "mismatched brackets")]
+#[case::delete_truncated(&br#"{"request":{"operation":"DELETE","oldObject":{"metadata":{"#[..], "truncated")]
+#[case::delete_mismatched(&br#"{"request":{"operation":"DELETE","oldObject":{"spec":[1}}},"settings":{}}"#[..], "mismatched brackets")]
+#[case::delete_unbalanced(&br#"{"request":{"operation":"CONNECT","object":{"a":[]]},"settings":{}}"#[..], "mismatched brackets")]
+#[case::delete_then_garbage(&br#"{"request":{"operation":"DELETE"}} x"#[..], "trailing characters")]
+#[case::delete_invalid_settings(&br#"{"request":{"operation":"DELETE","oldObject":{}},"settings":{"ownerLabels":[]}}"#[..], "the policy settings are not valid: no owner keys")]
 #[case::no_operation(&br#"{"request":{}}"#[..], "has no operation")]
 #[case::unknown_operation(&br#"{"request":{"operation":"PATCH"}}"#[..], "unknown operation \"PATCH\"")]
 #[case::operation_number(&br#"{"request":{"operation":1}}"#[..], "request.operation must be a string, not a number")]
@@ -344,6 +349,9 @@ fn malformed_input_is_rejected(#[case] payload: &[u8], #[case] expected: &str) {
 #[case::bad_escape_in_spec(&br#"{"request":{"operation":"CREATE","object":{"data":"\q"}}}"#[..])]
 #[case::grammar_in_spec(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a" 1,,:[tru,]}}}}"#[..])]
 #[case::other_label_twice(&br#"{"request":{"operation":"CREATE","object":{"metadata":{"labels":{"app":"a","app":"b"}}}}}"#[..])]
+// Of a DELETE or CONNECT, everything in the request after the operation.
+#[case::delete_grammar_after_operation(&br#"{"request":{"operation":"DELETE","userInfo":{"a" 1},"dryRun":flase,,"oldObject":7},"settings":{}}"#[..])]
+#[case::connect_fields_twice_after_operation(&br#"{"request":{"operation":"CONNECT","operation":"CREATE","object":{"metadata":{"labels":[1]}}}}"#[..])]
 fn skipped_values_are_checked_for_structure_only(#[case] payload: &[u8]) {
     check(payload, ok(&[]));
 }

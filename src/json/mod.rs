@@ -535,23 +535,39 @@ impl<'a> Reader<'a> {
                 self.pos += 2;
                 Ok(())
             }
-            _ => match skip_container(self.input, self.pos) {
-                Ok(end) => {
-                    self.pos = end;
-                    Ok(())
-                }
-                Err(SkipError::Truncated) => {
-                    self.pos = self.input.len();
-                    Err(self.eof())
-                }
-                Err(SkipError::Mismatched(at)) => {
-                    self.pos = at;
-                    Err(self.error(
-                        "mismatched brackets: a skipped value has unpaired brackets of one \
-                         kind, or closes with the other kind",
-                    ))
-                }
-            },
+            _ => {
+                let skipped = skip_container(self.input, self.pos);
+                self.skipped(skipped)
+            }
+        }
+    }
+
+    /// Skips the rest of the object the reader is in, after one of its values, by its
+    /// structure alone (as a skipped value is: see `structural`), leaving the reader at its
+    /// closing `}`: for a request whose other fields the rules never read.
+    #[inline(never)]
+    pub fn skip_rest_of_object(&mut self) -> Result<()> {
+        let skipped = structural::skip_rest_of_object(self.input, self.pos);
+        self.skipped(skipped)
+    }
+
+    fn skipped(&mut self, skipped: std::result::Result<usize, SkipError>) -> Result<()> {
+        match skipped {
+            Ok(end) => {
+                self.pos = end;
+                Ok(())
+            }
+            Err(SkipError::Truncated) => {
+                self.pos = self.input.len();
+                Err(self.eof())
+            }
+            Err(SkipError::Mismatched(at)) => {
+                self.pos = at;
+                Err(self.error(
+                    "mismatched brackets: a skipped value has unpaired brackets of one \
+                     kind, or closes with the other kind",
+                ))
+            }
         }
     }
 

@@ -1,4 +1,5 @@
-//! Skipping a JSON array or object 64 bytes at a time, by its structure alone.
+//! Skipping a JSON array or object 64 bytes at a time, by its structure alone (or the rest
+//! of one, from after one of its values).
 //!
 //! The values the policy skips (a CRD's schema, a ConfigMap's data, `managedFields`) are most
 //! of every request. Tokenizing them costs a few nanoseconds per token, and dense JSON has a
@@ -131,11 +132,25 @@ pub enum SkipError {
 /// Skips the array or object that starts at `input[start]` (a `[` or `{`); returns the
 /// offset just past its closing bracket.
 pub fn skip_container(input: &[u8], start: usize) -> Result<usize, SkipError> {
-    let opening = input.get(start).copied();
+    skip_open(input, start, input.get(start).copied(), 0, 0)
+}
+
+/// Skips to the end of the object the reader is inside, at `at` (outside any string, after
+/// a value): returns the offset of its closing `}`.
+pub fn skip_rest_of_object(input: &[u8], at: usize) -> Result<usize, SkipError> {
+    skip_open(input, at, Some(b'{'), 1, 1).map(|end| end - 1)
+}
+
+/// Skips from `at`, with `depth` brackets already open (`braces` of them braces), the
+/// outermost being `opening`, to just past the bracket that closes the outermost.
+fn skip_open(
+    input: &[u8],
+    start: usize,
+    opening: Option<u8>,
+    mut depth: u32,
+    mut braces: i64,
+) -> Result<usize, SkipError> {
     let mut at = start;
-    // Brackets open so far; and of them, braces (`{` minus `}`).
-    let mut depth: u32 = 0;
-    let mut braces: i64 = 0;
     let mut in_string: u64 = 0;
     let mut escape_carry: u64 = 0;
     let mut padded;
@@ -334,6 +349,16 @@ mod tests {
         }
 
         #[test]
+        fn skipping_the_rest_of_an_object_matches_the_reference(body in prop_oneof![json_ish(), long_strings()]) {
+            // `{"k":1` then the body: the skip starts after the first value, one brace open;
+            // it ends at the closing `}`, where the reference's skip of the whole ends after it.
+            let mut input = br#"{"k":1"#.to_vec();
+            input.extend(body);
+            let expected = naive_skip(&input, 0).map(|end| end - 1);
+            prop_assert_eq!(skip_rest_of_object(&input, 6), expected);
+        }
+
+        #[test]
         fn escapes_match_the_byte_by_byte_reference(bytes in json_ish()) {
             prop_assert_eq!(blockwise_escaped(&bytes), naive_escaped(&bytes));
         }
@@ -394,6 +419,16 @@ mod tests {
         assert_eq!(skip_container(b"[{]}", 0), Err(SkipError::Mismatched(3)));
         // Brackets balanced per kind but interleaved wrongly are not detected.
         assert_eq!(skip_container(b"[[{]}]", 0), Ok(6));
+        assert_eq!(skip_rest_of_object(br#"{"a":1,"b":[{}]} x"#, 6), Ok(15));
+        assert_eq!(skip_rest_of_object(br#"{"a":1}"#, 6), Ok(6));
+        assert_eq!(
+            skip_rest_of_object(br#"{"a":1,"b":["#, 6),
+            Err(SkipError::Truncated)
+        );
+        assert_eq!(
+            skip_rest_of_object(br#"{"a":1]"#, 6),
+            Err(SkipError::Mismatched(6))
+        );
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         assert_eq!(skip_container(deep.as_bytes(), 0), Ok(200_000));
     }
