@@ -9,10 +9,11 @@
 //! object's top-level keys and its metadata's keys are read, to find where its `name`,
 //! `namespace`, `labels` and `annotations` are (everything else in the metadata, such as
 //! `managedFields`, is skipped once, there); of a DELETE or CONNECT, whose rules read no
-//! object, everything in the request after the operation is skipped in one pass. Those four fields are read only when
-//! the rules ask for them (CREATE and UPDATE): the label and annotation keys are compared, as
-//! they are read, with the few the settings name (`Wanted`), and only the values of those are
-//! decoded and checked, straight into the caller's slots, so nothing is collected per entry.
+//! object, everything in the request after the operation is skipped in one pass. Those four
+//! fields are read only when the rules ask for them (CREATE and UPDATE): the label and
+//! annotation keys are compared, as they are read, with the few the settings name (`Wanted`),
+//! and only the values of those are decoded and checked, straight into the caller's slots, so
+//! nothing is collected per entry.
 //!
 //! Anything that cannot be read is an error with a message saying what was wrong; the caller
 //! rejects the request (fail closed). `null` and absent values both mean "none".

@@ -326,7 +326,7 @@ fn missing_objects_are_unreadable(#[case] json: &str, #[case] expected: &str) {
 #[case::unbalanced_skipped_value(&br#"{"request":{"operation":"CREATE","object":{"spec":{"a":[1,2}}}}"#[..], "mismatched brackets")]
 #[case::delete_truncated(&br#"{"request":{"operation":"DELETE","oldObject":{"metadata":{"#[..], "truncated")]
 #[case::delete_mismatched(&br#"{"request":{"operation":"DELETE","oldObject":{"spec":[1}}},"settings":{}}"#[..], "mismatched brackets")]
-#[case::delete_unbalanced(&br#"{"request":{"operation":"CONNECT","object":{"a":[]]},"settings":{}}"#[..], "mismatched brackets")]
+#[case::connect_unbalanced(&br#"{"request":{"operation":"CONNECT","object":{"a":[]]},"settings":{}}"#[..], "mismatched brackets")]
 #[case::delete_then_garbage(&br#"{"request":{"operation":"DELETE"}} x"#[..], "trailing characters")]
 #[case::delete_invalid_settings(&br#"{"request":{"operation":"DELETE","oldObject":{}},"settings":{"ownerLabels":[]}}"#[..], "the policy settings are not valid: no owner keys")]
 #[case::no_operation(&br#"{"request":{}}"#[..], "has no operation")]

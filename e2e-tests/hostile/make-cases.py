@@ -58,11 +58,17 @@ case("object-number", "validate", req("7"), "reject", "request.object must be a 
 case("operation-number", "validate", '{"request":{"operation":1}}', "reject", "request.operation must be a string, not a number")
 case("operation-unknown", "validate", req(operation="PATCH"), "reject", 'unknown operation "PATCH"')
 # A DELETE or CONNECT reads no object: once its operation is read (policy-server writes it
-# before the objects), the objects are only skipped by their structure, which still counts.
+# before the objects), the rest of the request is only skipped by its structure, which still
+# counts; the settings after the request are still read.
 case("delete-metadata-string", "validate", req(old='{"metadata":"o"}', operation="DELETE"), "accept")
 case("connect-object-grammar", "validate", req('{"metadata":{"labels":[1,]},"x" 1}', operation="CONNECT"), "accept")
 case("delete-mismatched-brackets-in-old-object", "validate", req(old='{"metadata":{"labels":[}}', operation="DELETE"), "reject", "mismatched brackets")
 case("delete-unclosed-string-in-old-object", "validate", req(old='{"metadata":{"name":"o}}', operation="DELETE"), "reject", "unexpected end of input (truncated JSON)")
+case("delete-grammar-after-operation", "validate", '{"request":{"uid":"h","operation":"DELETE","userInfo":{"a" 1},"dryRun":flase,,"oldObject":7},"settings":{}}', "accept")
+case("connect-second-operation", "validate", '{"request":{"operation":"CONNECT","operation":"CREATE","object":{"metadata":{"labels":[1]}}},"settings":{}}', "accept")
+case("delete-truncated-after-operation", "validate", '{"request":{"uid":"h","operation":"DELETE","oldObject":{"metadata":{', "reject", "unexpected end of input (truncated JSON)")
+case("delete-unbalanced-after-operation", "validate", '{"request":{"operation":"DELETE","oldObject":{"a":[]]},"settings":{}}', "reject", "mismatched brackets")
+case("delete-invalid-settings", "validate", req(old=obj(), operation="DELETE", settings='{"ownerLabels":[]}'), "reject", "the policy settings are not valid: no owner keys")
 case("delete-operation-after-objects", "validate", '{"request":{"uid":"h","oldObject":{"metadata":"o"},"operation":"DELETE"},"settings":{}}', "reject", "metadata must be a JSON object, not a string")
 # Duplicate keys: the last value must not win silently.
 dup_owner = f'{{"{NAME}":"a","{NAME}":"b"}}'
