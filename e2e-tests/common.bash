@@ -37,11 +37,21 @@ assert_quiet_accept() {
   assert_equal "$(warnings)" ""
 }
 
-assert_rejected() {
+code() { jq -r '.status.code // "none"' <<<"$output"; }
+
+# refused CODE: not allowed, no warnings, a message, and the HTTP status CODE.
+refused() {
   assert_equal "$(allowed)" false
   assert_equal "$(warnings)" ""
   [ -n "$(message)" ] || fail "a rejection must carry a message: $output"
+  [ "$(code)" = "$1" ] || fail "expected status code $1, got $(code): $output"
 }
+
+# assert_rejected: a rule refuses the write: 403 Forbidden, as PodSecurity answers.
+assert_rejected() { refused 403; }
+
+# assert_unreadable: the request cannot be read: 400 Bad Request.
+assert_unreadable() { refused 400; }
 
 # assert_message_contains TEXT...: each TEXT is part of the rejection message.
 assert_message_contains() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Hostile inputs, through the built module: every input gets a clean answer (no trap, no
-# error that policy-server would turn into a 500), and what cannot be read is rejected.
+# error that policy-server would turn into a 500), and what cannot be read is rejected (400;
+# a rule's refusal is 403).
 # Raw payloads the API server would never send go straight to the guest (`policy-host call`).
 
 load common
@@ -11,7 +12,7 @@ setup_file() {
 
 @test "the hostile-input table: each case gets its expected answer and message, in bounded memory" {
   local failures=0 count=0
-  while IFS=$'\t' read -r name function expected fragment; do
+  while IFS=$'\t' read -r name function expected code fragment; do
     count=$((count + 1))
     local answer payload="$BATS_FILE_TMPDIR/cases/$name.bin" log="$BATS_FILE_TMPDIR/stderr"
     if ! answer="$("$POLICY_HOST" call "$function" -p "$payload" "$POLICY" 2>"$log")"; then
@@ -38,6 +39,9 @@ setup_file() {
       failures=$((failures + 1))
     elif [[ "$expected" =~ ^(reject|invalid)$ && ( -z "$message" || "$message" != *"$fragment"* ) ]]; then
       echo "FAIL $name: the message lacks '$fragment': ${message:0:300}" >&3
+      failures=$((failures + 1))
+    elif [ "$function" = validate ] && [ "$(jq -r '.code // "null"' <<<"$answer")" != "$code" ]; then
+      echo "FAIL $name: expected code $code, got $(jq -c .code <<<"$answer")" >&3
       failures=$((failures + 1))
     fi
   done <"$BATS_FILE_TMPDIR/cases/cases.tsv"

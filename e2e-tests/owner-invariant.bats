@@ -106,7 +106,7 @@ load common
   evaluate crd-owner-change.json
   assert_equal "${#lines[@]}" 1
   assert_equal "$(jq -c 'keys_unsorted' <<<"$output")" '["uid","allowed","status","auditAnnotations","warnings"]'
-  assert_equal "$(jq -c '[.status | keys_unsorted, .auditAnnotations, .warnings]' <<<"$output")" '[["message"],null,null]'
+  assert_equal "$(jq -c '[.status | keys_unsorted, .auditAnnotations, .warnings]' <<<"$output")" '[["message","code"],null,null]'
   evaluate crd-same-owner-update.json
   assert_equal "${#lines[@]}" 1
   assert_equal "$(jq -c '.' <<<"$output")" '{"uid":"e2e-customresourcedefinition-update","allowed":true,"auditAnnotations":null,"warnings":null}'

@@ -19,8 +19,13 @@ use crate::owner::{Rules, Verdict};
 use crate::request::{Payload, read_payload};
 use crate::settings::Settings;
 
-/// HTTP status for a request the policy cannot read.
-const BAD_REQUEST: u16 = 400;
+/// HTTP status for a request the policy cannot read: the client has to fix the request.
+pub const BAD_REQUEST: u16 = 400;
+
+/// HTTP status for a write that a rule refuses, as PodSecurity admission and Gatekeeper
+/// answer: the request is understood and not allowed, so retrying it unchanged is pointless.
+/// kubectl prints it as `Error from server (Forbidden)`.
+pub const FORBIDDEN: u16 = 403;
 
 /// The answer of a quiet acceptance, as the SDK serializes it (a test checks this).
 pub const QUIET_ACCEPT: &[u8] = br#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
@@ -54,7 +59,7 @@ pub fn judge(payload: &[u8]) -> Answer {
         Verdict::Accept { warnings } => Answer::Accept { warnings },
         Verdict::Reject { message } => Answer::Reject {
             message,
-            code: None,
+            code: Some(FORBIDDEN),
         },
         Verdict::Unreadable { message } => bad_request(message),
     }
@@ -78,6 +83,8 @@ pub fn answer(payload: &[u8]) -> Vec<u8> {
     json_string_or_null(&mut out, message.as_deref());
     out.extend_from_slice(br#","code":"#);
     match code {
+        Some(FORBIDDEN) => out.extend_from_slice(b"403"),
+        Some(BAD_REQUEST) => out.extend_from_slice(b"400"),
         Some(code) => out.extend_from_slice(code.to_string().as_bytes()),
         None => out.extend_from_slice(b"null"),
     }

@@ -19,6 +19,7 @@ pub enum Verdict {
     Accept {
         warnings: Vec<String>,
     },
+    /// A rule refuses the write: answered 403 Forbidden.
     Reject {
         message: String,
     },
@@ -239,12 +240,18 @@ fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
     match operation {
         "CREATE" | "UPDATE" => {}
         "DELETE" | "CONNECT" => return Verdict::accept(),
-        "" => return reject("the admission request has no operation".into()),
+        "" => {
+            return Verdict::Unreadable {
+                message: "the admission request has no operation".into(),
+            };
+        }
         other => {
-            return reject(format!(
-                "the admission request has an unknown operation {other:?} \
+            return Verdict::Unreadable {
+                message: format!(
+                    "the admission request has an unknown operation {other:?} \
                  (expected CREATE, UPDATE, DELETE or CONNECT)"
-            ));
+                ),
+            };
         }
     }
     let (new, old) = match (operation, &request.object, &request.old_object) {

@@ -113,6 +113,7 @@ fn check(payload: &[u8], expected: Expect) {
         Err(fragments) => {
             assert!(!r.accepted, "expected rejection");
             assert!(r.warnings.is_none());
+            assert_eq!(r.code, Some(admission::FORBIDDEN), "a rule refusal is 403");
             let message = r.message.unwrap_or_default();
             for f in fragments {
                 assert!(message.contains(f), "{message:?} lacks {f:?}");

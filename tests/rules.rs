@@ -83,6 +83,7 @@ fn check(payload: &[u8], expected: Expect) {
         Err(fragments) => {
             assert!(!r.accepted, "expected rejection");
             assert!(r.warnings.is_none());
+            assert_eq!(r.code, Some(admission::FORBIDDEN), "a rule refusal is 403");
             let msg = r.message.expect("a rejection carries a message");
             for f in fragments {
                 assert!(msg.contains(f), "message {msg:?} lacks {f:?}");
@@ -339,6 +340,14 @@ fn malformed_input_is_rejected(#[case] payload: &[u8], #[case] expected: &str) {
     assert!(!r.accepted);
     let msg = r.message.unwrap();
     assert!(msg.contains(expected), "{msg:?} lacks {expected:?}");
+    // Unreadable input is a bad request; settings that fail validation keep no code (they
+    // never reach a request in policy-server, which refuses to load them).
+    let code = if msg.contains("the policy settings are not valid") {
+        None
+    } else {
+        Some(admission::BAD_REQUEST)
+    };
+    assert_eq!(r.code, code, "{msg}");
 }
 
 /// What a skipped value (everything but the request's identity and the objects' metadata

@@ -57,7 +57,17 @@ fn accepted(old: &Meta, new: &Meta, adoption: bool, orphaning: bool) -> bool {
     let payload = json!({"request": {"operation": "UPDATE", "namespace": "ns", "name": "o",
         "kind": {"kind": "ConfigMap"}, "object": obj(new), "oldObject": obj(old)},
         "settings": settings});
-    admission::validate(payload.to_string().as_bytes()).accepted
+    let answer = admission::validate(payload.to_string().as_bytes());
+    if !answer.accepted {
+        // Every request here is well-formed: a refusal is a rule's, 403.
+        assert_eq!(
+            answer.code,
+            Some(admission::FORBIDDEN),
+            "{:?}",
+            answer.message
+        );
+    }
+    answer.accepted
 }
 
 fn expected(old: &Meta, new: &Meta, adoption: bool, orphaning: bool) -> bool {

@@ -4,7 +4,8 @@ each with the expected answer and a fragment of the expected message.
 
 usage: make-cases.py OUTDIR   (writes OUTDIR/NAME.bin and OUTDIR/cases.tsv)
 
-cases.tsv columns: name, guest function, expected (accept|reject|valid|invalid), message fragment.
+cases.tsv columns: name, guest function, expected (accept|reject|valid|invalid), the answer's
+code (400 for unreadable input, 403 for a rule's refusal, null for none), message fragment.
 """
 import json
 import pathlib
@@ -17,8 +18,11 @@ REVISION = "olm.operatorframework.io/revision"
 CASES = []
 
 
-def case(name, function, payload, expected, fragment=""):
-    CASES.append((name, function, payload if isinstance(payload, bytes) else payload.encode(), expected, fragment))
+def case(name, function, payload, expected, fragment="", code=None):
+    """A rejection is unreadable input (400) unless `code` says otherwise."""
+    if code is None:
+        code = 400 if expected == "reject" else "null"
+    CASES.append((name, function, payload if isinstance(payload, bytes) else payload.encode(), expected, code, fragment))
 
 
 def req(obj="null", old="null", operation="UPDATE", settings="{}", extra=""):
@@ -68,7 +72,7 @@ case("delete-grammar-after-operation", "validate", '{"request":{"uid":"h","opera
 case("connect-second-operation", "validate", '{"request":{"operation":"CONNECT","operation":"CREATE","object":{"metadata":{"labels":[1]}}},"settings":{}}', "accept")
 case("delete-truncated-after-operation", "validate", '{"request":{"uid":"h","operation":"DELETE","oldObject":{"metadata":{', "reject", "unexpected end of input (truncated JSON)")
 case("delete-unbalanced-after-operation", "validate", '{"request":{"operation":"DELETE","oldObject":{"a":[]]},"settings":{}}', "reject", "mismatched brackets")
-case("delete-invalid-settings", "validate", req(old=obj(), operation="DELETE", settings='{"ownerLabels":[]}'), "reject", "the policy settings are not valid: no owner keys")
+case("delete-invalid-settings", "validate", req(old=obj(), operation="DELETE", settings='{"ownerLabels":[]}'), "reject", "the policy settings are not valid: no owner keys", code="null")
 case("delete-operation-after-objects", "validate", '{"request":{"uid":"h","oldObject":{"metadata":"o"},"operation":"DELETE"},"settings":{}}', "reject", "metadata must be a JSON object, not a string")
 # Duplicate keys: the last value must not win silently.
 dup_owner = f'{{"{NAME}":"a","{NAME}":"b"}}'
@@ -114,7 +118,7 @@ def escaped_across_blocks(end):
 case("escaped-long-string-with-brackets-in-spec", "validate",
      req(obj(owner("a"), spec=escaped_across_blocks('"}')), obj(owner("a"))), "accept")
 case("escaped-long-string-owner-change", "validate",
-     req(obj(owner("b"), spec=escaped_across_blocks('"}')), obj(owner("a"))), "reject", f"owned by [{NAME}=a]")
+     req(obj(owner("b"), spec=escaped_across_blocks('"}')), obj(owner("a"))), "reject", f"owned by [{NAME}=a]", code=403)
 case("escaped-long-string-unclosed-in-spec", "validate",
      req(obj(owner("a"), spec=escaped_across_blocks('}')), obj(owner("a"))), "reject", "unexpected end of input (truncated JSON)")
 # Objects an API server always sends.
@@ -123,13 +127,13 @@ case("update-without-object", "validate", req(old=obj(owner("a"))), "reject", "r
 case("create-without-object", "validate", req(operation="CREATE"), "reject", "request.object is missing or null, but every CREATE request carries it")
 # Deep nesting of unrelated fields: judged by the labels.
 deep = lambda n: '{"x":' * n + "1" + "}" * n
-case("nested-1000-owner-change", "validate", req(obj(owner("b"), spec=deep(1000)), obj(owner("a"), spec=deep(1000))), "reject", f"owned by [{NAME}=a]")
+case("nested-1000-owner-change", "validate", req(obj(owner("b"), spec=deep(1000)), obj(owner("a"), spec=deep(1000))), "reject", f"owned by [{NAME}=a]", code=403)
 case("nested-1000-same-owner", "validate", req(obj(owner("a"), spec=deep(1000)), obj(owner("a"), spec=deep(1000))), "accept")
 case("nested-100000-arrays-same-owner", "validate", req(obj(owner("a"), spec="[" * 100000 + "]" * 100000), obj(owner("a"))), "accept")
 case("nested-100000-unclosed", "validate", req(obj(owner("a"), spec="[" * 100000)), "reject", "unexpected end of input (truncated JSON)")
 # Huge values.
 big = "v" * (1 << 20)
-case("annotation-1mib-owner-change", "validate", req(obj(owner("b"), json.dumps({"note": big})), obj(owner("a"), json.dumps({"note": big}))), "reject", f"[{NAME}=b]")
+case("annotation-1mib-owner-change", "validate", req(obj(owner("b"), json.dumps({"note": big})), obj(owner("a"), json.dumps({"note": big}))), "reject", f"[{NAME}=b]", code=403)
 case("annotation-1mib-helm-owner", "validate", req(obj(annotations=json.dumps({"meta.helm.sh/release-name": big})), obj(annotations=json.dumps({"meta.helm.sh/release-name": big})),
      settings='{"ownerLabels":[],"ownerAnnotations":["meta.helm.sh/release-name"],"ownerKindLabel":""}'), "accept")
 rng = random.Random(7)
@@ -139,15 +143,15 @@ rng.shuffle(keys)
 labels_new = {k: many[k] for k in keys}
 labels_new[NAME] = "b"
 labels_old = dict(many, **{NAME: "a"})
-case("labels-10000-owner-change", "validate", req(obj(json.dumps(labels_new)), obj(json.dumps(labels_old))), "reject", f"owned by [{NAME}=a]")
+case("labels-10000-owner-change", "validate", req(obj(json.dumps(labels_new)), obj(json.dumps(labels_old))), "reject", f"owned by [{NAME}=a]", code=403)
 labels_new[NAME] = "a"
 case("labels-10000-same-owner", "validate", req(obj(json.dumps(labels_new)), obj(json.dumps(labels_old))), "accept")
-case("object-4mib-owner-change", "validate", req(obj(owner("b"), spec=json.dumps({"data": "d" * (2 << 20)})), obj(owner("a"), spec=json.dumps({"data": "d" * (2 << 20)}))), "reject", f"[{NAME}=b]")
+case("object-4mib-owner-change", "validate", req(obj(owner("b"), spec=json.dumps({"data": "d" * (2 << 20)})), obj(owner("a"), spec=json.dumps({"data": "d" * (2 << 20)}))), "reject", f"[{NAME}=b]", code=403)
 case("huge-number", "validate", req(obj(owner("a"), spec='{"n":1e999999,"m":-0.0e-99999}'), obj(owner("a"))), "accept")
 # Settings that arrive with the request.
 case("payload-settings-unknown-key", "validate", req(settings='{"ownerLabel":[]}'), "reject", "unknown field `ownerLabel`")
 case("payload-settings-unclosed", "validate", req(settings='{"ownerLabels":["a"'), "reject", "unexpected end of input (truncated JSON)")
-case("payload-settings-invalid", "validate", req(settings='{"ownerLabels":["a b"]}'), "reject", "the policy settings are not valid")
+case("payload-settings-invalid", "validate", req(settings='{"ownerLabels":["a b"]}'), "reject", "the policy settings are not valid", code="null")
 # validate_settings.
 case("settings-not-json", "validate_settings", "ownerLabels: [a]", "invalid", "settings cannot be read")
 case("settings-empty", "validate_settings", b"", "invalid", "EOF while parsing")
@@ -161,6 +165,6 @@ case("settings-duplicate-field", "validate_settings", '{"allowAdoption":true,"al
 out = pathlib.Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
 with open(out / "cases.tsv", "w") as table:
-    for name, function, payload, expected, fragment in CASES:
+    for name, function, payload, expected, code, fragment in CASES:
         (out / f"{name}.bin").write_bytes(payload)
-        table.write(f"{name}\t{function}\t{expected}\t{fragment}\n")
+        table.write(f"{name}\t{function}\t{expected}\t{code}\t{fragment}\n")

@@ -176,6 +176,7 @@ fuzz_target!(|input: Input| {
     }
     if malformed {
         assert!(!answer.accepted, "accepted malformed input: {edited}");
+        assert_eq!(answer.code, Some(admission::BAD_REQUEST), "{edited}");
         return;
     }
     if ignored {
@@ -195,4 +196,7 @@ fuzz_target!(|input: Input| {
         "{payload} -> {:?}",
         answer.message
     );
+    if !answer.accepted {
+        assert_eq!(answer.code, Some(admission::FORBIDDEN), "{payload}");
+    }
 });
