@@ -11,7 +11,8 @@ SAMPLE := e2e-tests/fixtures/crd-owner-change.json
 OCI_REF ?= registry://ghcr.io/single-owner-policy/policies/single-owner:v$(VERSION)
 
 .PHONY: all setup run host test e2e-tests lint lint-workflows fmt fmt-check test-all clean \
-	publish bench fuzz-smoke race race-smoke FORCE
+	publish bench fuzz-smoke race race-smoke cluster-up cluster-down cluster-e2e cluster-race \
+	cluster-race-smoke cluster-latency kube-apiserver FORCE
 
 all: annotated-policy.wasm
 
@@ -79,7 +80,7 @@ e2e-tests: annotated-policy.wasm $(HOST)
 	KWCTL=$(KWCTL) bats e2e-tests/
 
 # The comparison with the null, floor, index floor and conventional modules; prints the
-# table and the targets.
+# table and the targets, and writes them into docs/performance.md.
 bench: policy.wasm $(HOST)
 	cargo build --target wasm32-wasip1 --release -p null-module -p floor-module -p conventional-module
 	cargo build --target wasm32-wasip1 --release -p floor-module --features index --target-dir target/index-floor
@@ -88,15 +89,58 @@ bench: policy.wasm $(HOST)
 
 # Racing reconcilers over a real etcd: every scenario, client check against admission.
 RACE_FLAGS ?= --writers 8 --objects 12 --writes 5000 --duration 120 --think-ms 5
+# The table lands in docs/concurrency.md too, between its race markers.
 race: policy.wasm $(HOST)
 	@./scripts/setup.sh race
-	$(HOST) race $(RACE_FLAGS) policy.wasm
+	set -o pipefail; $(HOST) race $(RACE_FLAGS) policy.wasm | tee target/race.md
+	python3 scripts/doc_table.py docs/concurrency.md race --tables-only \
+		--command "make race RACE_FLAGS='$(RACE_FLAGS)'" <target/race.md
 
 # The short, bounded version (CI): fails on any admission-mode violation, or a client-check
 # run that shows no race.
 race-smoke: policy.wasm $(HOST)
 	@./scripts/setup.sh race
 	$(HOST) race --writers 6 --objects 9 --duration 4 --think-ms 5 --require policy.wasm
+
+# A real control plane on loopback (scripts/cluster.sh): etcd, kube-apiserver (KUBE_APISERVER,
+# else built once per machine from Debian's source package: scripts/kube-apiserver/build.sh),
+# the webhook backend (POLICY_SERVER, else policy-host serve) and the webhooks
+# kubewarden-controller makes of deploy/*.yaml. `make cluster-up`, then `source
+# target/cluster/env` and use kubectl; `make cluster-down` stops it.
+kube-apiserver:
+	./scripts/kube-apiserver/build.sh
+
+cluster-up: annotated-policy.wasm $(HOST)
+	./scripts/cluster.sh up
+
+cluster-down:
+	./scripts/cluster.sh down
+
+# Every rule through kubectl and the real API server, with the shipped manifests.
+cluster-e2e: annotated-policy.wasm $(HOST)
+	@./scripts/setup.sh test
+	trap './scripts/cluster.sh down' EXIT; ./scripts/cluster.sh up && bats e2e-tests/cluster/
+
+# The race through real API servers: every scenario, write style and mode through one API
+# server, then again with the writers split between two on the same etcd, each with a
+# backend of its own (two replicas on one address); the table lands in docs/concurrency.md.
+CLUSTER_RACE_FLAGS ?= --writers 8 --objects 12 --writes 2000 --duration 20 --think-ms 5
+cluster-race: annotated-policy.wasm $(HOST)
+	CLUSTER_RACE_FLAGS="$(CLUSTER_RACE_FLAGS)" ./scripts/cluster-race.sh target/cluster-race.md
+	python3 scripts/doc_table.py docs/concurrency.md cluster-race --tables-only \
+		--command "make cluster-race CLUSTER_RACE_FLAGS='$(CLUSTER_RACE_FLAGS)'" <target/cluster-race.md
+
+# The short version, for CI: fails on any admission violation or a client check that shows
+# no race where the write carries no resourceVersion.
+cluster-race-smoke: annotated-policy.wasm $(HOST)
+	CLUSTER_RACE_FLAGS="--writers 6 --objects 6 --writes 400 --duration 4 --think-ms 5" \
+		./scripts/cluster-race.sh target/cluster-race-smoke.md
+
+# What the policy adds to a small UPDATE through the API server (README's table).
+cluster-latency: annotated-policy.wasm $(HOST)
+	cargo build --target wasm32-wasip1 --release -p null-module
+	./scripts/cluster-latency.sh target/cluster-latency.md
+	python3 scripts/doc_table.py README.md latency --command "make cluster-latency" <target/cluster-latency.md
 
 # Each fuzz target for FUZZ_SECONDS (CI: the whole committed corpus replayed against the
 # oracles, then 20 s of new inputs each); `make fuzz-smoke FUZZ_SECONDS=600`, or `cargo

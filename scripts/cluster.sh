@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# A local control plane on loopback, for tests through a real API server: etcd, one or more
+# kube-apiservers on that etcd, the webhook backend (policy-server when POLICY_SERVER is
+# given, else `policy-host serve`), and the ValidatingWebhookConfigurations that
+# kubewarden-controller makes of the given ClusterAdmissionPolicy manifests (by default the
+# shipped deploy/*.yaml), served with the built module.
+#
+# usage: scripts/cluster.sh up [--apiservers N] [--backends N] [MANIFEST...]
+#        scripts/cluster.sh down
+#        scripts/cluster.sh backend-stop | backend-start   (the webhook backend alone)
+# State, logs and an `env` file to source: $CLUSTER_DIR (default target/cluster). `down`
+# stops only the processes `up` started, by the PIDs it wrote; every wait is bounded.
+# Environment: KUBE_APISERVER (else scripts/kube-apiserver/build.sh builds one),
+# POLICY_SERVER, POLICY (default annotated-policy.wasm), POLICY_HOST, MODULE_FOR (space-
+# separated NAME=MODULE: the module of the policy NAME, instead of POLICY).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dir="${CLUSTER_DIR:-$root/target/cluster}"
+policy_host="${POLICY_HOST:-$root/target/host/policy-host}"
+module="$(realpath "${POLICY:-$root/annotated-policy.wasm}")"
+
+log() { echo "cluster: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_for SECONDS WHAT COMMAND...: runs COMMAND until it succeeds, at most SECONDS.
+wait_for() {
+  local seconds="$1" what="$2" deadline
+  shift 2
+  deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+  log "$what ready after $((seconds - (deadline - SECONDS))) s"
+}
+
+# start NAME COMMAND...: runs COMMAND in the background, its output in NAME.log, its PID in
+# pids/NAME.pid. It keeps no descriptor of its caller's but those (bats waits for whoever
+# holds its fd 3).
+start() {
+  local name="$1"
+  shift
+  "$@" </dev/null >"$dir/$name.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+  echo $! >"$dir/pids/$name.pid"
+}
+
+stop_pid_file() {
+  local file="$1" pid
+  pid="$(cat "$file")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
+down() {
+  [ -d "$dir/pids" ] || return 0
+  # Backends and API servers first, etcd last.
+  for file in "$dir"/pids/backend-*.pid "$dir"/pids/apiserver-*.pid "$dir"/pids/etcd.pid; do
+    [ -f "$file" ] && stop_pid_file "$file"
+  done
+  log "stopped"
+}
+
+backend_start() {
+  # shellcheck disable=SC1091
+  source "$dir/env"
+  local i
+  for i in $(seq 1 "$BACKENDS"); do
+    if [ -n "${POLICY_SERVER:-}" ]; then
+      # policy-server binds its port alone: with it, one backend.
+      [ "$i" = 1 ] || break
+      start "backend-$i" "$POLICY_SERVER" --policies "$dir/policies.yml" --addr 127.0.0.1 \
+        --port "$BACKEND_PORT" --readiness-probe-port "$((READINESS_PORT + i - 1))" \
+        --cert-file "$dir/certs/backend.crt" --key-file "$dir/certs/backend.key" \
+        --policies-download-dir "$dir/downloads" --sigstore-cache-dir "$dir/sigstore" \
+        --workers 2 --log-fmt json --ignore-kubernetes-connection-failure
+    else
+      start "backend-$i" "$policy_host" serve --policies "$dir/policies.yml" --addr 127.0.0.1 \
+        --port "$BACKEND_PORT" --readiness-probe-port "$((READINESS_PORT + i - 1))" \
+        --cert-file "$dir/certs/backend.crt" --key-file "$dir/certs/backend.key" \
+        --workers 2 --log "$dir/requests.jsonl"
+    fi
+    wait_for 60 "webhook backend $i" curl -sf "http://127.0.0.1:$((READINESS_PORT + i - 1))/readiness" ||
+      die "backend $i did not become ready in 60 s: $(tail -5 "$dir/backend-$i.log")"
+  done
+}
+
+backend_stop() {
+  local file
+  for file in "$dir"/pids/backend-*.pid; do
+    [ -f "$file" ] && stop_pid_file "$file"
+  done
+  return 0
+}
+
+certs() {
+  local c="$dir/certs"
+  mkdir -p "$c"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=single-owner-test-ca" \
+    -keyout "$c/ca.key" -out "$c/ca.crt" 2>/dev/null
+  for name in apiserver backend; do
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" -keyout "$c/$name.key" -out "$c/$name.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$c/$name.ext"
+    openssl x509 -req -in "$c/$name.csr" -CA "$c/ca.crt" -CAkey "$c/ca.key" -CAcreateserial \
+      -days 2 -extfile "$c/$name.ext" -out "$c/$name.crt" 2>/dev/null
+  done
+  openssl genrsa -out "$c/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$c/sa.key" -pubout -out "$c/sa.pub" 2>/dev/null
+}
+
+up() {
+  local apiservers=1 backends=1 manifests=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --apiservers) apiservers="$2"; shift 2 ;;
+      --backends) backends="$2"; shift 2 ;;
+      *) manifests+=("$1"); shift ;;
+    esac
+  done
+  [ ${#manifests[@]} -gt 0 ] || manifests=("$root"/deploy/*.yaml)
+  [ -f "$module" ] || die "no module at $module (make annotated-policy.wasm)"
+  [ -x "$policy_host" ] || die "no policy-host at $policy_host (make host)"
+  if [ -d "$dir/pids" ] && ls "$dir"/pids/*.pid >/dev/null 2>&1; then
+    log "a cluster is up in $dir already: stopping it first"
+    down
+  fi
+  "$root/scripts/setup.sh" race >&2
+  command -v kubectl >/dev/null || die "kubectl is not installed"
+  local apiserver
+  apiserver="$("$root/scripts/kube-apiserver/build.sh")"
+  rm -rf "$dir"
+  mkdir -p "$dir/pids"
+  certs
+
+  local token admin_token etcd_port
+  admin_token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  token="$admin_token"
+  printf '%s,admin,admin-uid,system:masters\n' "$admin_token" >"$dir/tokens.csv"
+
+  etcd_port="$(free_port)"
+  start etcd etcd --name single-owner --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$(free_port)" --log-level error
+  wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" || die "etcd did not start: $(tail -5 "$dir/etcd.log")"
+
+  local urls=() i port
+  for i in $(seq 1 "$apiservers"); do
+    port="$(free_port)"
+    start "apiserver-$i" "$apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --endpoint-reconciler-type none \
+      --secure-port "$port" --tls-cert-file "$dir/certs/apiserver.crt" \
+      --tls-private-key-file "$dir/certs/apiserver.key" --client-ca-file "$dir/certs/ca.crt" \
+      --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
+      --service-account-issuer https://kubernetes.default.svc \
+      --service-account-key-file "$dir/certs/sa.pub" \
+      --service-account-signing-key-file "$dir/certs/sa.key" \
+      --service-cluster-ip-range 10.96.0.0/16 --etcd-compaction-interval 0
+    urls+=("https://127.0.0.1:$port")
+    wait_for 90 "kube-apiserver $i" curl -sf --cacert "$dir/certs/ca.crt" \
+      -H "Authorization: Bearer $token" "https://127.0.0.1:$port/readyz" ||
+      die "kube-apiserver $i did not become ready in 90 s: $(tail -5 "$dir/apiserver-$i.log")"
+    cat >"$dir/kubeconfig-$i" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:$port", certificate-authority: "$dir/certs/ca.crt"}
+users:
+- name: admin
+  user: {token: "$token"}
+contexts:
+- name: local
+  context: {cluster: local, user: admin}
+current-context: local
+EOF
+  done
+  cp "$dir/kubeconfig-1" "$dir/kubeconfig"
+  export KUBECONFIG="$dir/kubeconfig"
+  local minor
+  minor="$(kubectl version -o json 2>/dev/null | python3 -c 'import json,sys; print(int("".join(c for c in json.load(sys.stdin)["serverVersion"]["minor"] if c.isdigit())))')"
+
+  local backend_port
+  backend_port="$(free_port)"
+  cat >"$dir/env" <<EOF
+export KUBECONFIG="$dir/kubeconfig"
+export CLUSTER_DIR="$dir"
+export APISERVER_URLS="$(IFS=,; echo "${urls[*]}")"
+export APISERVER_TOKEN="$token"
+export APISERVER_CA="$dir/certs/ca.crt"
+export KUBERNETES_MINOR="$minor"
+export ETCD_URL="http://127.0.0.1:$etcd_port"
+export BACKEND_PORT="$backend_port"
+export READINESS_PORT="$(free_port)"
+export BACKENDS="$backends"
+export BACKEND_LOG="$dir/requests.jsonl"
+export POLICY_MODULE="$module"
+EOF
+  local module_for=() m
+  for m in ${MODULE_FOR:-}; do module_for+=(--module-for "$m"); done
+  "$policy_host" webhook "${manifests[@]}" --url "https://127.0.0.1:$backend_port" \
+    --ca-file "$dir/certs/ca.crt" --kubernetes-minor "$minor" --module "$module" \
+    "${module_for[@]}" --policies-out "$dir/policies.yml" >"$dir/webhooks.json"
+  touch "$dir/requests.jsonl"
+  backend_start
+  kubectl apply -f "$dir/webhooks.json" >&2
+  # The API servers see a new webhook configuration through their informers: wait until each
+  # one has called the backend once (a dry-run create of an object every preset selects).
+  for i in $(seq 1 "$apiservers"); do
+    wait_for 30 "the webhooks of kube-apiserver $i" probe "$i" ||
+      die "kube-apiserver $i never called the webhook backend"
+  done
+  log "up: $apiservers kube-apiserver(s) (Kubernetes 1.$minor) on etcd :$etcd_port, ${#manifests[@]} policies; source $dir/env"
+}
+
+# probe I: a server-side dry-run CREATE through kube-apiserver I, of an object that every
+# preset selects, reaches the backend (policy-host serve logs each request it answers).
+probe() {
+  if [ -n "${POLICY_SERVER:-}" ]; then
+    # policy-server's log format is its own: give the informers the time they take here.
+    sleep 3
+    return 0
+  fi
+  local before
+  before="$(wc -l <"$dir/requests.jsonl")"
+  kubectl --kubeconfig "$dir/kubeconfig-$1" apply --dry-run=server -f - >/dev/null 2>&1 <<EOF || true
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: single-owner-probe
+  namespace: default
+  labels: {olm.operatorframework.io/owner-name: probe, kustomize.toolkit.fluxcd.io/name: probe, app.kubernetes.io/instance: probe}
+  annotations: {meta.helm.sh/release-name: probe, argocd.argoproj.io/tracking-id: "probe:/ConfigMap:default/single-owner-probe"}
+EOF
+  [ "$(wc -l <"$dir/requests.jsonl")" -gt "$before" ]
+}
+
+case "${1:-}" in
+  up) shift; up "$@" ;;
+  down) down ;;
+  backend-stop) backend_stop ;;
+  backend-start) backend_start ;;
+  *) echo "usage: $0 up [--apiservers N] [--backends N] [MANIFEST...] | down | backend-stop | backend-start" >&2; exit 2 ;;
+esac
