@@ -5,7 +5,10 @@
 # kubewarden-controller makes of the given ClusterAdmissionPolicy manifests (by default the
 # shipped deploy/*.yaml), served with the built module.
 #
-# usage: scripts/cluster.sh up [--apiservers N] [--backends N] [MANIFEST...]
+# usage: scripts/cluster.sh up [--apiservers N] [--backends N] [--apply FILE]... [--probe FILE]
+#                              [MANIFEST...]
+#          --apply: applied before the webhooks (CRDs the tests write); --probe: an object the
+#          webhooks select, created with a dry run until each API server calls the backend
 #        scripts/cluster.sh down
 #        scripts/cluster.sh backend-stop | backend-start   (the webhook backend alone)
 # State, logs and an `env` file to source: $CLUSTER_DIR (default target/cluster). `down`
@@ -117,11 +120,14 @@ certs() {
 }
 
 up() {
-  local apiservers=1 backends=1 manifests=()
+  local apiservers=1 backends=1 manifests=() apply=()
+  probe_file=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --apiservers) apiservers="$2"; shift 2 ;;
       --backends) backends="$2"; shift 2 ;;
+      --apply) apply+=("$2"); shift 2 ;;
+      --probe) probe_file="$2"; shift 2 ;;
       *) manifests+=("$1"); shift ;;
     esac
   done
@@ -187,6 +193,14 @@ EOF
   local minor
   minor="$(kubectl version -o json 2>/dev/null | python3 -c 'import json,sys; print(int("".join(c for c in json.load(sys.stdin)["serverVersion"]["minor"] if c.isdigit())))')"
 
+  local file
+  for file in "${apply[@]}"; do
+    kubectl apply -f "$file" >&2
+  done
+  if [ ${#apply[@]} -gt 0 ]; then
+    kubectl wait --for condition=Established --timeout 30s crd --all >&2
+  fi
+
   local backend_port
   backend_port="$(free_port)"
   cat >"$dir/env" <<EOF
@@ -221,7 +235,8 @@ EOF
 }
 
 # probe I: a server-side dry-run CREATE through kube-apiserver I, of an object that every
-# preset selects, reaches the backend (policy-host serve logs each request it answers).
+# preset selects (or of the --probe manifest), reaches the backend (policy-host serve logs
+# each request it answers).
 probe() {
   if [ -n "${POLICY_SERVER:-}" ]; then
     # policy-server's log format is its own: give the informers the time they take here.
@@ -230,7 +245,10 @@ probe() {
   fi
   local before
   before="$(wc -l <"$dir/requests.jsonl")"
-  kubectl --kubeconfig "$dir/kubeconfig-$1" apply --dry-run=server -f - >/dev/null 2>&1 <<EOF || true
+  if [ -n "$probe_file" ]; then
+    kubectl --kubeconfig "$dir/kubeconfig-$1" apply --dry-run=server -f "$probe_file" >/dev/null 2>&1 || true
+  else
+    kubectl --kubeconfig "$dir/kubeconfig-$1" apply --dry-run=server -f - >/dev/null 2>&1 <<EOF || true
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -239,6 +257,7 @@ metadata:
   labels: {olm.operatorframework.io/owner-name: probe, kustomize.toolkit.fluxcd.io/name: probe, app.kubernetes.io/instance: probe}
   annotations: {meta.helm.sh/release-name: probe, argocd.argoproj.io/tracking-id: "probe:/ConfigMap:default/single-owner-probe"}
 EOF
+  fi
   [ "$(wc -l <"$dir/requests.jsonl")" -gt "$before" ]
 }
 

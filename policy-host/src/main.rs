@@ -162,6 +162,10 @@ enum Command {
         /// Write styles through --apiserver (all by default).
         #[arg(long = "style", value_enum)]
         styles: Vec<race::apiserver::Style>,
+        /// With --apiserver: also fail when a scenario's client-check runs find no race in
+        /// any style.
+        #[arg(long = "require-race")]
+        require_race: bool,
         /// The policy module (local write path only).
         module: Option<String>,
     },
@@ -490,6 +494,7 @@ fn run(cli: Cli) -> Result<()> {
             ca_file,
             etcd_url,
             styles,
+            require_race,
             module,
         } => {
             use clap::ValueEnum;
@@ -531,7 +536,14 @@ fn run(cli: Cli) -> Result<()> {
                 } else {
                     styles
                 };
-                race::race_apiserver(&cluster, &scenarios, &modes, &styles, &opts, require)?;
+                race::race_apiserver(
+                    &cluster,
+                    &scenarios,
+                    &modes,
+                    &styles,
+                    &opts,
+                    (require, require_race),
+                )?;
             }
         }
         #[cfg(feature = "race")]

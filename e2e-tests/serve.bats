@@ -1,0 +1,155 @@
+#!/usr/bin/env bats
+# `policy-host serve`, policy-server's HTTP contract, without an API server: AdmissionReviews
+# posted to /validate/<policy id> are answered as `kwctl run` (and policy-host run) answers the
+# same request with the same settings. With POLICY_SERVER=path (a local build; CI has none),
+# the real policy-server is started on the same policies.yml and must answer the same.
+
+load common
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Policy ids and their settings files (e2e-tests/settings), as policies.yml names them.
+POLICIES=(olm:"" helm:helm.yaml handover:olm-handover.yaml strict:strict.json confined:olm-confined.yaml)
+
+# start_backend NAME COMMAND...: in the background, without bats' descriptors; PID in NAME.pid.
+start_backend() {
+  local name="$1"
+  shift
+  "$@" </dev/null >"$BATS_FILE_TMPDIR/$name.log" 2>&1 3>&- &
+  echo $! >"$BATS_FILE_TMPDIR/$name.pid"
+}
+
+wait_ready() {
+  for _ in $(seq 1 150); do
+    curl -sf "http://127.0.0.1:$1/readiness" >/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+setup_file() {
+  local policies="$BATS_FILE_TMPDIR/policies.yml" entry id file
+  : >"$policies"
+  for entry in "${POLICIES[@]}"; do
+    id="${entry%%:*}"
+    file="${entry#*:}"
+    {
+      echo "$id:"
+      echo "  module: file://$POLICY"
+      echo "  allowedToMutate: false"
+      if [ -n "$file" ]; then
+        echo "  settings:"
+        # YAML or JSON (which is YAML), nested under the key.
+        sed 's/^/    /' "$SETTINGS/$file"
+      fi
+    } >>"$policies"
+  done
+  export SERVE_PORT SERVE_READY
+  SERVE_PORT="$(free_port)"
+  SERVE_READY="$(free_port)"
+  start_backend serve "$POLICY_HOST" serve --policies "$policies" --port "$SERVE_PORT" \
+    --readiness-probe-port "$SERVE_READY" --log "$BATS_FILE_TMPDIR/requests.jsonl"
+  wait_ready "$SERVE_READY" || { cat "$BATS_FILE_TMPDIR/serve.log" >&2; return 1; }
+  if [ -n "${POLICY_SERVER:-}" ]; then
+    export PS_PORT PS_READY
+    PS_PORT="$(free_port)"
+    PS_READY="$(free_port)"
+    start_backend policy-server "$POLICY_SERVER" --policies "$policies" --addr 127.0.0.1 \
+      --port "$PS_PORT" --readiness-probe-port "$PS_READY" \
+      --policies-download-dir "$BATS_FILE_TMPDIR/downloads" --sigstore-cache-dir "$BATS_FILE_TMPDIR/sigstore" \
+      --workers 2 --log-fmt json --ignore-kubernetes-connection-failure
+    wait_ready "$PS_READY" || { tail -20 "$BATS_FILE_TMPDIR/policy-server.log" >&2; return 1; }
+  fi
+}
+
+teardown_file() {
+  for pid in "$BATS_FILE_TMPDIR"/*.pid; do
+    [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
+  done
+  return 0
+}
+
+# as_review FIXTURE: the fixture as the AdmissionReview the API server sends (one line; the
+# same bytes go to every host, so that positions in messages agree).
+as_review() {
+  local out="$BATS_TEST_TMPDIR/$(basename "$1")"
+  jq -c '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: (if .request then .request else . end)}' "$1" >"$out"
+  echo "$out"
+}
+
+# review PORT ID REVIEW: the answer's response, normalised for comparison.
+review() {
+  curl -sf -X POST -H 'Content-Type: application/json' --data-binary "@$3" "http://127.0.0.1:$1/validate/$2" |
+    jq -c '.response | {uid, allowed, code: .status.code, message: .status.message, warnings: (.warnings // [])}'
+}
+
+@test "(policy-host serve) answers every fixture's AdmissionReview as policy-host run answers the request" {
+  local count=0 entry id file fixture expected got
+  for entry in "${POLICIES[@]}"; do
+    id="${entry%%:*}"
+    file="${entry#*:}"
+    for fixture in "$FIXTURES"/*.json; do
+      count=$((count + 1))
+      local settings=()
+      [ -z "$file" ] || settings=(-s "$SETTINGS/$file")
+      local request
+      request="$(as_review "$fixture")"
+      expected="$("$POLICY_HOST" run -r "$request" "${settings[@]}" "$POLICY" |
+        jq -c '{uid, allowed, code: .status.code, message: .status.message, warnings: (.warnings // [])}')"
+      got="$(review "$SERVE_PORT" "$id" "$request")"
+      [ "$got" = "$expected" ] || fail "$id $(basename "$fixture"): serve $got, run $expected"
+    done
+  done
+  [ "$count" -ge 200 ] || fail "only $count reviews"
+  # One log line per review, naming the policy and the verdict.
+  assert_equal "$(wc -l <"$BATS_FILE_TMPDIR/requests.jsonl")" "$count"
+  assert_equal "$(jq -s '[.[] | select(.policy == "olm" and .name == "widgets.example.com" and .verdict.code == 403)] | length > 0' "$BATS_FILE_TMPDIR/requests.jsonl")" true
+}
+
+@test "(policy-host serve) an unknown policy id is 404, a GET is 405, a body that is not a review 400" {
+  run curl -s -o /dev/null -w '%{http_code}' -X POST --data '{}' "http://127.0.0.1:$SERVE_PORT/validate/nope"
+  assert_output 404
+  run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SERVE_PORT/validate/olm"
+  assert_output 405
+  run curl -s -o /dev/null -w '%{http_code}' -X POST --data 'not json' "http://127.0.0.1:$SERVE_PORT/validate/olm"
+  assert_output 400
+}
+
+@test "(policy-host serve) refuses to start on invalid settings, with the module's message, as policy-server does" {
+  printf 'bad:\n  module: file://%s\n  settings: {ownerLabel: [x]}\n' "$POLICY" >"$BATS_TEST_TMPDIR/policies.yml"
+  run --separate-stderr "$POLICY_HOST" serve --policies "$BATS_TEST_TMPDIR/policies.yml" --port "$(free_port)" \
+    --readiness-probe-port "$(free_port)"
+  assert_failure
+  [[ "$stderr" == *"policy bad: Provided settings are not valid: settings cannot be read: unknown field \`ownerLabel\`"* ]] || fail "$stderr"
+}
+
+@test "(policy-host serve) monitor mode allows what it would refuse, and logs the verdict" {
+  local port ready
+  port="$(free_port)"
+  ready="$(free_port)"
+  printf 'watch:\n  module: file://%s\n  policyMode: monitor\n' "$POLICY" >"$BATS_TEST_TMPDIR/policies.yml"
+  start_backend monitor "$POLICY_HOST" serve --policies "$BATS_TEST_TMPDIR/policies.yml" --port "$port" \
+    --readiness-probe-port "$ready" --log "$BATS_TEST_TMPDIR/log.jsonl"
+  wait_ready "$ready"
+  run review "$port" watch "$(as_review "$FIXTURES/crd-owner-change.json")"
+  kill "$(cat "$BATS_FILE_TMPDIR/monitor.pid")"
+  assert_equal "$(jq -c '[.allowed, .code]' <<<"$output")" '[true,null]'
+  assert_equal "$(jq -c '[.verdict.allowed, .verdict.code, .monitor]' "$BATS_TEST_TMPDIR/log.jsonl")" '[false,403,true]'
+}
+
+@test "(policy-server, local builds only) policy-server answers the same reviews as policy-host serve" {
+  [ -n "${POLICY_SERVER:-}" ] || skip "POLICY_SERVER is not set (policy-server is not installable here; CI has none)"
+  local entry id fixture a b count=0
+  for entry in "${POLICIES[@]}"; do
+    id="${entry%%:*}"
+    for fixture in "$FIXTURES"/*.json; do
+      count=$((count + 1))
+      local request
+      request="$(as_review "$fixture")"
+      a="$(review "$SERVE_PORT" "$id" "$request")"
+      b="$(review "$PS_PORT" "$id" "$request")"
+      [ "$a" = "$b" ] || fail "$id $(basename "$fixture"): policy-host serve $a, policy-server $b"
+    done
+  done
+  [ "$count" -ge 200 ] || fail "only $count reviews"
+}
