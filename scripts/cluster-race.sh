@@ -20,6 +20,8 @@ trap '"$root/scripts/cluster.sh" down' EXIT
 # shellcheck disable=SC1091
 source "$CLUSTER_DIR/env"
 common=(--ca-file "$APISERVER_CA" --etcd-url "$ETCD_URL" --require "${flags[@]}")
+# policy-host serve logs each admission call (policy-server's log is its own).
+[ -n "${POLICY_SERVER:-}" ] || common+=(--webhook-log "$BACKEND_LOG")
 # The full run also requires each scenario's client checks to lose the race somewhere.
 race=()
 [ -z "${REQUIRE_RACE:-}" ] || race=(--require-race)

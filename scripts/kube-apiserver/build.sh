@@ -56,7 +56,7 @@ rm -rf "$work"
 mkdir -p "$work"
 cd "$work"
 log "fetching Debian's source package kubernetes"
-apt-get source --download-only kubernetes >&2
+apt-get source --download-only kubernetes/bookworm >&2
 dpkg-source -x ./kubernetes_*.dsc src >&2
 cd src
 version="$(sed -n '1s/^kubernetes (\([^)]*\)).*/\1/p' debian/changelog)"

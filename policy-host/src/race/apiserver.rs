@@ -54,6 +54,17 @@ pub struct Cluster {
     pub ca_pem: Vec<u8>,
     /// The etcd the API servers store in, for the checker.
     pub etcd: String,
+    /// The webhook backend's request log (`policy-host serve --log`), where each admission
+    /// call is a line: how often the API servers ran admission.
+    pub webhook_log: Option<std::path::PathBuf>,
+}
+
+/// How many admission calls the backend logged for objects whose name starts with `prefix`.
+fn webhook_calls(log: &std::path::Path, prefix: &str) -> Result<usize> {
+    let text =
+        std::fs::read_to_string(log).with_context(|| format!("cannot read {}", log.display()))?;
+    let needle = format!("\"name\":\"{prefix}-");
+    Ok(text.lines().filter(|line| line.contains(&needle)).count())
 }
 
 /// One writer's HTTPS client to one API server (blocking calls on a current-thread runtime),
@@ -120,6 +131,26 @@ impl Api {
             let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             Ok(Answer { status, body })
         })
+    }
+
+    /// Server-side apply of `config` to `name` by field manager `manager`, forcing conflicts.
+    pub fn apply(&self, name: &str, manager: &str, config: &Value) -> Result<Answer> {
+        self.send(
+            reqwest::Method::PATCH,
+            &format!("/{name}?fieldManager={manager}&force=true"),
+            "application/apply-patch+yaml",
+            Some(config),
+        )
+    }
+
+    /// A JSON merge patch of `name`, without a resourceVersion.
+    pub fn merge_patch(&self, name: &str, patch: &Value) -> Result<Answer> {
+        self.send(
+            reqwest::Method::PATCH,
+            &format!("/{name}"),
+            "application/merge-patch+json",
+            Some(patch),
+        )
     }
 
     fn get(&self, name: &str) -> Result<Option<Value>> {
@@ -314,66 +345,24 @@ pub fn run(
             // release the object in client-check mode) own the labels they remove.
             let object = applied(&owner, &template(name, mode), mode, 0, usize::MAX)
                 .context("setup object")?;
-            let answer = setup.send(
-                reqwest::Method::PATCH,
-                &format!("/{name}?fieldManager=ext-a&force=true"),
-                "application/apply-patch+yaml",
-                Some(&object),
-            )?;
+            let answer = setup.apply(name, "ext-a", &object)?;
             if answer.status != 201 && answer.status != 200 {
                 bail!("setup: creating {name}: {} {}", answer.status, answer.body);
             }
         }
     }
     let roles = Role::roles(scenario, opts.writers);
-    let start = Instant::now();
-    let deadline = start + opts.duration;
-    let results: Vec<Result<Stats>> = std::thread::scope(|s| {
-        let handles: Vec<_> = roles
-            .iter()
-            .enumerate()
-            .map(|(id, role)| {
-                let (names, url) = (&names, &cluster.urls[id % cluster.urls.len()]);
-                s.spawn(move || -> Result<Stats> {
-                    let api = Api::new(url, cluster)?;
-                    let mut rng = fastrand::Rng::with_seed(
-                        opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    );
-                    let mut stats = Stats::default();
-                    for seq in 0..opts.writes as u64 {
-                        if Instant::now() > deadline {
-                            break;
-                        }
-                        let name = &names[rng.usize(..names.len())];
-                        let think = opts.think.mul_f64(rng.f64() * 2.0);
-                        write(
-                            &api,
-                            role,
-                            mode,
-                            style,
-                            &template(name, mode),
-                            think,
-                            (seq, id),
-                            &mut stats,
-                        )?;
-                    }
-                    Ok(stats)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a writer panicked")))
-            })
-            .collect()
-    });
-    let wall = start.elapsed();
-    let mut stats = Stats::default();
-    for r in results {
-        stats.add(r?);
-    }
+    let connect = |id: usize| Api::new(&cluster.urls[id % cluster.urls.len()], cluster);
+    let (stats, wall) = super::run_writers(
+        &roles,
+        opts,
+        names.len(),
+        connect,
+        |api, object, role, think, seq, stats| {
+            let template = template(&names[object], mode);
+            write(api, role, mode, style, &template, think, seq, stats)
+        },
+    )?;
     let etcd = Etcd::new(&cluster.etcd)?;
     let (violations, examples, versions) = super::judge(
         &etcd,
@@ -382,19 +371,20 @@ pub fn run(
             .map(|n| format!("/registry/{GROUP}/racewidgets/{n}")),
     )?;
     super::did_something(&stats, versions)?;
+    let calls = match (&cluster.webhook_log, mode) {
+        (Some(log), Mode::Admission) => webhook_calls(log, run_id)?.to_string(),
+        _ => "-".into(),
+    };
     let row = format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | **{}** | {:.1} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | **{}** | {:.1} | {} | {} |",
         scenario.name(),
         style.name(),
         mode.name(),
         cluster.urls.len(),
         opts.writers,
         opts.objects,
-        stats.attempts,
-        stats.commits,
-        stats.conflicts,
-        stats.refusals,
-        stats.rejections,
+        stats.cells(),
+        calls,
         violations,
         wall.as_secs_f64(),
         super::percentile_ms(&stats.latencies, 0.5),
@@ -408,8 +398,9 @@ pub fn run(
 }
 
 pub const HEADER: &str = "| scenario | style | mode | API servers | writers | objects | writes sent \
-| commits | conflicts (409) | client refusals | admission rejections | invariant violations | wall s \
-| write p50 ms | write p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+| commits | conflicts (409) | client refusals | admission rejections | webhook calls \
+| invariant violations | wall s | write p50 ms | write p99 ms |\n\
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 #[cfg(test)]
 mod tests {

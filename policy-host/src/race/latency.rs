@@ -38,12 +38,7 @@ pub fn latency(cluster: &Cluster, updates: usize, warm_up: usize, backend: &str)
     for (name, key, value) in CASES {
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "labels": {key: value}}, "data": {"k": "v"}});
-        let answer = api.send(
-            reqwest::Method::PATCH,
-            &format!("/{name}?fieldManager=latency&force=true"),
-            "application/apply-patch+yaml",
-            Some(&object),
-        )?;
+        let answer = api.apply(name, "latency", &object)?;
         if !matches!(answer.status, 200 | 201) {
             bail!("creating {name}: {} {}", answer.status, answer.body);
         }
@@ -53,12 +48,7 @@ pub fn latency(cluster: &Cluster, updates: usize, warm_up: usize, backend: &str)
         for (i, (name, ..)) in CASES.iter().enumerate() {
             let patch = json!({"metadata": {"annotations": {"single-owner.kubewarden.io/seq": round.to_string()}}});
             let start = Instant::now();
-            let answer = api.send(
-                reqwest::Method::PATCH,
-                &format!("/{name}"),
-                "application/merge-patch+json",
-                Some(&patch),
-            )?;
+            let answer = api.merge_patch(name, &patch)?;
             let took = start.elapsed();
             if answer.status != 200 {
                 bail!("updating {name}: {} {}", answer.status, answer.body);

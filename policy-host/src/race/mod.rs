@@ -270,6 +270,14 @@ struct Stats {
 }
 
 impl Stats {
+    /// The counts, as the tables' cells: attempts, commits, conflicts, refusals, rejections.
+    fn cells(&self) -> String {
+        format!(
+            "{} | {} | {} | {} | {}",
+            self.attempts, self.commits, self.conflicts, self.refusals, self.rejections
+        )
+    }
+
     fn add(&mut self, other: Stats) {
         self.attempts += other.attempts;
         self.commits += other.commits;
@@ -333,6 +341,59 @@ fn write(
         stored = client.get(key, 0)?;
     }
     Ok(())
+}
+
+/// Runs one writer thread per role, each with its own connection (`connect(writer)`), until
+/// the deadline or `opts.writes` writes each; a writer picks an object (an index below
+/// `objects`) and a think time with its own seeded generator for every write. Returns the
+/// writers' stats, added up, and the wall time.
+fn run_writers<C>(
+    roles: &[Role],
+    opts: &Options,
+    objects: usize,
+    connect: impl Fn(usize) -> Result<C> + Sync,
+    write: impl Fn(&C, usize, &Role, Duration, (u64, usize), &mut Stats) -> Result<()> + Sync,
+) -> Result<(Stats, Duration)> {
+    let start = Instant::now();
+    let deadline = start + opts.duration;
+    let results: Vec<Result<Stats>> = std::thread::scope(|s| {
+        let handles: Vec<_> = roles
+            .iter()
+            .enumerate()
+            .map(|(id, role)| {
+                let (connect, write) = (&connect, &write);
+                s.spawn(move || -> Result<Stats> {
+                    let connection = connect(id)?;
+                    let mut rng = fastrand::Rng::with_seed(
+                        opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    );
+                    let mut stats = Stats::default();
+                    for seq in 0..opts.writes as u64 {
+                        if Instant::now() > deadline {
+                            break;
+                        }
+                        let object = rng.usize(..objects);
+                        let think = opts.think.mul_f64(rng.f64() * 2.0);
+                        write(&connection, object, role, think, (seq, id), &mut stats)?;
+                    }
+                    Ok(stats)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a writer panicked")))
+            })
+            .collect()
+    });
+    let wall = start.elapsed();
+    let mut stats = Stats::default();
+    for r in results {
+        stats.add(r?);
+    }
+    Ok((stats, wall))
 }
 
 /// Every committed transition of every key, from etcd's history, judged by the model: the
@@ -423,59 +484,33 @@ pub fn run(scenario: Scenario, mode: Mode, opts: &Options) -> Result<Run> {
         }
     }
     let roles = Role::roles(scenario, opts.writers);
-    let start = Instant::now();
-    let deadline = start + opts.duration;
-    let results: Vec<Result<Stats>> = std::thread::scope(|s| {
-        let handles: Vec<_> = roles
-            .iter()
-            .enumerate()
-            .map(|(id, role)| {
-                let (objects, settings, url) = (&objects, &settings, etcd.url.clone());
-                s.spawn(move || -> Result<Stats> {
-                    let client = Client::new(&url)?;
-                    let policy = match mode {
-                        Mode::Admission => Some(Policy::load(&opts.module)?),
-                        Mode::ClientCheck => None,
-                    };
-                    let mut rng = fastrand::Rng::with_seed(
-                        opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    );
-                    let mut stats = Stats::default();
-                    for seq in 0..opts.writes as u64 {
-                        if Instant::now() > deadline {
-                            break;
-                        }
-                        let object = &objects[rng.usize(..objects.len())];
-                        let think = opts.think.mul_f64(rng.f64() * 2.0);
-                        write(
-                            &client,
-                            policy.as_ref(),
-                            settings,
-                            role,
-                            mode,
-                            object,
-                            think,
-                            (seq, id),
-                            &mut stats,
-                        )?;
-                    }
-                    Ok(stats)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a writer panicked")))
-            })
-            .collect()
-    });
-    let wall = start.elapsed();
-    let mut stats = Stats::default();
-    for r in results {
-        stats.add(r?);
-    }
+    let connect = |_id: usize| -> Result<(Client, Option<Policy>)> {
+        let policy = match mode {
+            Mode::Admission => Some(Policy::load(&opts.module)?),
+            Mode::ClientCheck => None,
+        };
+        Ok((Client::new(&etcd.url)?, policy))
+    };
+    let (stats, wall) = run_writers(
+        &roles,
+        opts,
+        objects.len(),
+        connect,
+        |(client, policy), object, role, think, seq, stats| {
+            let object = &objects[object];
+            write(
+                client,
+                policy.as_ref(),
+                &settings,
+                role,
+                mode,
+                object,
+                think,
+                seq,
+                stats,
+            )
+        },
+    )?;
     // Judge every committed transition of every object, from etcd's history.
     let client = Client::new(&etcd.url)?;
     let (violations, examples, versions) =
@@ -483,16 +518,12 @@ pub fn run(scenario: Scenario, mode: Mode, opts: &Options) -> Result<Run> {
     did_something(&stats, versions)?;
     let pct = |q: f64| percentile(&stats.latencies, q, 1e6, 0);
     let row = format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | **{}** | {:.1} | {} | {} |",
+        "| {} | {} | {} | {} | {} | **{}** | {:.1} | {} | {} |",
         scenario.name(),
         mode.name(),
         opts.writers,
         opts.objects,
-        stats.attempts,
-        stats.commits,
-        stats.conflicts,
-        stats.refusals,
-        stats.rejections,
+        stats.cells(),
         violations,
         wall.as_secs_f64(),
         pct(0.5),
