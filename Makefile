@@ -140,7 +140,8 @@ cluster-race-smoke: annotated-policy.wasm $(HOST)
 cluster-latency: annotated-policy.wasm $(HOST)
 	cargo build --target wasm32-wasip1 --release -p null-module
 	./scripts/cluster-latency.sh target/cluster-latency.md
-	python3 scripts/doc_table.py README.md latency --command "make cluster-latency" <target/cluster-latency.md
+	python3 scripts/doc_table.py README.md latency <target/cluster-latency.md \
+		--command "make cluster-latency$(if $(POLICY_SERVER), POLICY_SERVER=$(POLICY_SERVER))$(if $(LATENCY_FLAGS), LATENCY_FLAGS='$(LATENCY_FLAGS)')"
 
 # Each fuzz target for FUZZ_SECONDS (CI: the whole committed corpus replayed against the
 # oracles, then 20 s of new inputs each); `make fuzz-smoke FUZZ_SECONDS=600`, or `cargo

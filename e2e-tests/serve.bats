@@ -146,8 +146,10 @@ review() {
       count=$((count + 1))
       local request
       request="$(as_review "$fixture")"
-      a="$(review "$SERVE_PORT" "$id" "$request")"
-      b="$(review "$PS_PORT" "$id" "$request")"
+      # policy-server parses the request and serializes it again for the module, so a
+      # position in an unreadable request's message differs: compare without it.
+      a="$(review "$SERVE_PORT" "$id" "$request" | sed -E 's/ at line [0-9]+ column [0-9]+//')"
+      b="$(review "$PS_PORT" "$id" "$request" | sed -E 's/ at line [0-9]+ column [0-9]+//')"
       [ "$a" = "$b" ] || fail "$id $(basename "$fixture"): policy-host serve $a, policy-server $b"
     done
   done

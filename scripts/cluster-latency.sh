@@ -9,8 +9,11 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$1"
 export CLUSTER_DIR="${CLUSTER_DIR:-$root/target/cluster-latency}"
-export MODULE_FOR="single-owner-null=$root/target/wasm32-wasip1/release/null_module.wasm"
 host="${POLICY_HOST:-$root/target/host/policy-host}"
+# policy-server runs only annotated modules (it needs the protocol version in the metadata).
+"$host" annotate -m "$root/metadata.yml" -o "$root/target/null-annotated.wasm" \
+  "$root/target/wasm32-wasip1/release/null_module.wasm"
+export MODULE_FOR="single-owner-null=file://$root/target/null-annotated.wasm"
 policy_server="${POLICY_SERVER:-}"
 trap '"$root/scripts/cluster.sh" down' EXIT
 

@@ -219,7 +219,7 @@ EOF
   local module_for=() m
   for m in ${MODULE_FOR:-}; do module_for+=(--module-for "$m"); done
   "$policy_host" webhook "${manifests[@]}" --url "https://127.0.0.1:$backend_port" \
-    --ca-file "$dir/certs/ca.crt" --kubernetes-minor "$minor" --module "$module" \
+    --ca-file "$dir/certs/ca.crt" --kubernetes-minor "$minor" --module "file://$module" \
     "${module_for[@]}" --policies-out "$dir/policies.yml" >"$dir/webhooks.json"
   touch "$dir/requests.jsonl"
   backend_start

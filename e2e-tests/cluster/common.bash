@@ -26,6 +26,12 @@ k() { kubectl "$@"; }
 # The backend's log lines (one JSON object per request it answered) naming OBJECT.
 requests_for() { jq -c --arg n "$1" 'select(.name == $n)' "$BACKEND_LOG"; }
 
+# Which requests reach the backend is the API server's choice, read from policy-host serve's
+# request log; policy-server's log does not name the object of a request.
+needs_request_log() {
+  [ -z "${POLICY_SERVER:-}" ] || skip "policy-server's log names no object: run with policy-host serve"
+}
+
 # apply MANIFEST: kubectl apply of the manifest (JSON or YAML text); the result in $status,
 # $output and $stderr.
 apply() { run --separate-stderr kubectl apply -f - <<<"$1"; }
