@@ -39,8 +39,8 @@ assert_quiet_accept() {
 
 code() { jq -r '.status.code // "none"' <<<"$output"; }
 
-# refused CODE: not allowed, no warnings, a message, and the HTTP status CODE.
-refused() {
+# assert_refused_with_code CODE: not allowed, no warnings, a message, and the HTTP status CODE.
+assert_refused_with_code() {
   assert_equal "$(allowed)" false
   assert_equal "$(warnings)" ""
   [ -n "$(message)" ] || fail "a rejection must carry a message: $output"
@@ -48,10 +48,10 @@ refused() {
 }
 
 # assert_rejected: a rule refuses the write: 403 Forbidden, as PodSecurity answers.
-assert_rejected() { refused 403; }
+assert_rejected() { assert_refused_with_code 403; }
 
 # assert_unreadable: the request cannot be read: 400 Bad Request.
-assert_unreadable() { refused 400; }
+assert_unreadable() { assert_refused_with_code 400; }
 
 # assert_message_contains TEXT...: each TEXT is part of the rejection message.
 assert_message_contains() {
