@@ -24,7 +24,8 @@ pub const BAD_REQUEST: u16 = 400;
 
 /// HTTP status for a write that a rule refuses, as PodSecurity admission and Gatekeeper
 /// answer: the request is understood and not allowed, so retrying it unchanged is pointless.
-/// kubectl prints it as `Error from server (Forbidden)`.
+/// The API server answers the write with it (client-go's `IsForbidden` holds); kubectl prints
+/// no `(Forbidden)`, since policy-server passes on the code and no reason.
 pub const FORBIDDEN: u16 = 403;
 
 /// The answer of a quiet acceptance, as the SDK serializes it (a test checks this).
