@@ -20,9 +20,6 @@ OLM_WEBHOOK=clusterwide-single-owner-olm-v1.kubewarden.admission
 # A name of this test's own, so that tests never share an object.
 name() { echo "e2e-$1-$BATS_TEST_NUMBER-$$"; }
 
-# kubectl through the first API server (`kc N ...` through the N-th).
-k() { kubectl "$@"; }
-
 # The backend's log lines (one JSON object per request it answered) naming OBJECT.
 requests_for() { jq -c --arg n "$1" 'select(.name == $n)' "$BACKEND_LOG"; }
 
