@@ -34,8 +34,17 @@ pub const QUIET_ACCEPT: &[u8] = br#"{"accepted":true,"message":null,"code":null,
 /// The outcome of one `validate` call, before serialization.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Accept { warnings: Vec<String> },
-    Reject { message: String, code: Option<u16> },
+    Accept {
+        warnings: Vec<String>,
+    },
+    /// Accepted, with the object to write instead (the stamping policy), as JSON.
+    Mutate {
+        object: Vec<u8>,
+    },
+    Reject {
+        message: String,
+        code: Option<u16>,
+    },
 }
 
 /// Judges a validation payload.
@@ -63,6 +72,7 @@ pub fn judge(payload: &[u8]) -> Answer {
             code: Some(FORBIDDEN),
         },
         Verdict::Unreadable { message } => bad_request(message),
+        Verdict::Mutate { object } => Answer::Mutate { object },
     }
 }
 
@@ -74,6 +84,15 @@ pub fn answer(payload: &[u8]) -> Vec<u8> {
         Answer::Accept { warnings } if warnings.is_empty() => return QUIET_ACCEPT.to_vec(),
         Answer::Accept { warnings } => (true, None, None, Some(warnings)),
         Answer::Reject { message, code } => (false, Some(message), code, None),
+        Answer::Mutate { object } => {
+            let mut out = Vec::with_capacity(object.len() + 120);
+            out.extend_from_slice(
+                br#"{"accepted":true,"message":null,"code":null,"mutated_object":"#,
+            );
+            out.extend_from_slice(&object);
+            out.extend_from_slice(br#","audit_annotations":null,"warnings":null}"#);
+            return out;
+        }
     };
     let mut out = Vec::with_capacity(160 + message.as_ref().map_or(0, String::len));
     out.extend_from_slice(if accepted {
@@ -118,7 +137,13 @@ pub fn validate(payload: &[u8]) -> ValidationResponse {
 }
 
 fn response(answer: Answer) -> ValidationResponse {
+    let mut mutated_object = None;
     let (accepted, message, code, warnings) = match answer {
+        Answer::Mutate { object } => {
+            // Not on the hot path (`answer` writes the bytes as they are).
+            mutated_object = serde_json::from_slice(&object).ok();
+            (true, None, None, None)
+        }
         Answer::Accept { warnings } => {
             (true, None, None, (!warnings.is_empty()).then_some(warnings))
         }
@@ -128,7 +153,7 @@ fn response(answer: Answer) -> ValidationResponse {
         accepted,
         message,
         code,
-        mutated_object: None,
+        mutated_object,
         audit_annotations: None,
         warnings,
     }

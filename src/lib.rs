@@ -4,11 +4,13 @@
 //! `owner` for the rules and `settings` for the configuration.
 
 pub mod admission;
+pub mod identity;
 pub mod json;
 mod message;
 pub mod owner;
 pub mod request;
 pub mod settings;
+mod stamp;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{CallResult, register_function};

@@ -8,9 +8,10 @@
 //! attempt, so two reconcilers can never both take the same object, and a stale replica of
 //! the same owner can never write over a newer revision.
 
+use crate::identity::{Allowed, Bindings, Permit, Writer, WriterName};
 use crate::json::Str;
 use crate::message::{Part, Quoted, message, text};
-use crate::request::{Metadata, Payload, Request, Wanted};
+use crate::request::{Metadata, Object, Payload, Request, Wanted};
 use crate::settings::Settings;
 
 /// The answer to one admission request.
@@ -27,6 +28,10 @@ pub enum Verdict {
     /// operation must carry is missing): rejected as a bad request.
     Unreadable {
         message: String,
+    },
+    /// The stamping policy adds owner keys: the new object, as JSON.
+    Mutate {
+        object: Vec<u8>,
     },
 }
 
@@ -62,7 +67,8 @@ impl Owner<'_> {
         }
     }
 
-    fn get(&self, i: usize) -> Option<&str> {
+    /// The value of the `i`th owner key (labels, then annotations).
+    pub fn get(&self, i: usize) -> Option<&str> {
         match self {
             Owner::Read(values) => values.get(i)?.as_deref(),
             Owner::Named(values) => *values.get(i)?,
@@ -107,6 +113,8 @@ const SUCCESSOR: usize = 3;
 #[derive(Debug)]
 pub struct Rules {
     pub settings: Settings,
+    /// The identity rules' bindings, worked out.
+    bindings: Bindings,
     /// Each label key the rules read, and the slot of `Marks` its value goes to.
     label_keys: Vec<(String, usize)>,
     /// Each annotation key the rules read, and its slot.
@@ -139,6 +147,7 @@ impl Rules {
                     (&settings.handover_annotation, SUCCESSOR),
                 ],
             ),
+            bindings: Bindings::new(&settings),
             settings,
         }
     }
@@ -233,12 +242,15 @@ pub fn parse_successor<'s>(value: &'s str, settings: &Settings) -> Result<Owner<
     Ok(Owner::Named(values))
 }
 
-/// Judges one admission request: CREATE and UPDATE by the rules, DELETE and CONNECT accepted.
+/// Judges one admission request: CREATE and UPDATE by the rules, DELETE by the identity
+/// rules when there are bindings, CONNECT accepted. The stamping policy only stamps.
 fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
     let settings = &rules.settings;
     let operation = request.operation();
+    let identity_rules = !rules.bindings.is_empty() && !settings.stamp;
     match operation {
         "CREATE" | "UPDATE" => {}
+        "DELETE" if identity_rules => return judge_delete(request, payload, rules),
         "DELETE" | "CONNECT" => return Verdict::accept(),
         "" => {
             return Verdict::Unreadable {
@@ -274,17 +286,192 @@ fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
         Some(Ok(metadata)) => Some(metadata),
         Some(Err(message)) => return Verdict::Unreadable { message },
     };
-    let new = Marks { values: new_values };
+    let new_marks = Marks { values: new_values };
     let old = old_meta.is_some().then_some(Marks { values: old_values });
+    if settings.stamp {
+        return stamp(request, payload, rules, new, &new_marks, old.as_ref());
+    }
+    let new = new_marks;
     let subject = Subject::new(request, &new_meta, old_meta.as_ref());
     let checked = check_scope(request, settings, &subject, &new)
         .and_then(|()| check_stamps(settings, &subject, &new));
     if let Err(message) = checked {
         return reject(message);
     }
-    match old {
+    let verdict = match &old {
         None => Verdict::accept(),
-        Some(old) => judge_update(settings, &subject, &old, &new),
+        Some(old) => judge_update(settings, &subject, old, &new),
+    };
+    if !identity_rules || !matches!(verdict, Verdict::Accept { .. }) {
+        return verdict;
+    }
+    // The write keeps to the label rules; now who makes it. The owner the writer must be
+    // bound to: the stored one while it stays or goes, the new one when it comes.
+    let (old_owner, new_owner) = (old.as_ref().map(Marks::owner), new.owner());
+    let (act, owner) = match old_owner.filter(Owner::is_some) {
+        None if !new_owner.is_some() => return verdict,
+        None if old.is_none() => (Act::Create, new_owner),
+        None => (Act::Adopt, new_owner),
+        Some(old_owner) if !new_owner.is_some() => (Act::Release, old_owner),
+        Some(old_owner) if old_owner == new_owner => (Act::Change, old_owner),
+        Some(_) => (Act::TakeOver, new_owner),
+    };
+    match check_writer(request, payload, rules, &subject, act, &owner) {
+        Ok(()) => verdict,
+        Err(refusal) => refusal,
+    }
+}
+
+/// What a write does, for the identity rules' messages.
+#[derive(Debug, Clone, Copy)]
+enum Act {
+    Create,
+    Change,
+    Adopt,
+    Release,
+    TakeOver,
+    Delete,
+}
+
+impl Part for Act {
+    fn write_to(&self, out: &mut String) {
+        text(
+            out,
+            match self {
+                Act::Create => "create it",
+                Act::Change => "change it",
+                Act::Adopt => "adopt it",
+                Act::Release => "release it (remove its owner keys)",
+                Act::TakeOver => "take it over",
+                Act::Delete => "delete it",
+            },
+        );
+    }
+}
+
+/// The identity rules: where a binding covers `owner`, only a writer bound to it (or an
+/// exempt one) may write its objects. A write to a subresource (status, scale) is not
+/// checked: the API server's own controllers write those for every owner.
+fn check_writer(
+    request: &Request,
+    payload: &Payload,
+    rules: &Rules,
+    subject: &Subject,
+    act: Act,
+    owner: &Owner,
+) -> Result<(), Verdict> {
+    if request
+        .sub_resource
+        .as_deref()
+        .is_some_and(|s| !s.is_empty())
+    {
+        return Ok(());
+    }
+    if !rules.bindings.covers(owner) {
+        return Ok(());
+    }
+    let writer = match payload.user_info(request) {
+        Ok(info) => Writer::from(info),
+        Err(message) => return Err(Verdict::Unreadable { message }),
+    };
+    let covering = match rules.bindings.permit(owner, &writer) {
+        Permit::Uncovered | Permit::Bound | Permit::Exempt => return Ok(()),
+        Permit::Refused { covering } => covering,
+    };
+    let settings = &rules.settings;
+    Err(reject(message!(
+        subject,
+        ": ",
+        WriterName(&writer),
+        " may not ",
+        act,
+        ": only writers bound to owner ",
+        Pairs::all(settings, owner),
+        " may write its objects: ",
+        Allowed(settings, &covering),
+        ". Make the write as one of them, or bind ",
+        WriterName(&writer),
+        " to that owner in the policy's bindings.",
+    )))
+}
+
+/// A DELETE, when there are bindings: only a writer bound to the stored owner, or an exempt
+/// one, may delete an object a binding covers. Its fields after the operation, skipped with
+/// the request, are read now.
+fn judge_delete(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
+    let request = match payload.rest_of_request(request) {
+        Ok(request) => request,
+        Err(message) => return Verdict::Unreadable { message },
+    };
+    let Some(old) = &request.old_object else {
+        return unreadable("DELETE", "request.oldObject");
+    };
+    let mut values = vec![None; rules.slots()];
+    let meta = match payload.metadata(old, rules.wanted(), &mut values) {
+        Ok(meta) => meta,
+        Err(message) => return Verdict::Unreadable { message },
+    };
+    let old = Marks { values: &values };
+    let subject = Subject::new(&request, &meta, None);
+    match check_writer(
+        &request,
+        payload,
+        rules,
+        &subject,
+        Act::Delete,
+        &old.owner(),
+    ) {
+        Ok(()) => Verdict::accept(),
+        Err(refusal) => refusal,
+    }
+}
+
+/// The stamping policy: on CREATE, and on UPDATE of an unowned object, a writer bound to
+/// exactly one owner gets that owner's missing keys added to the object. Present keys are
+/// never changed (the validating policy judges them), and nothing else is judged.
+fn stamp(
+    request: &Request,
+    payload: &Payload,
+    rules: &Rules,
+    object: &Object,
+    new: &Marks,
+    old: Option<&Marks>,
+) -> Verdict {
+    let subresource = request
+        .sub_resource
+        .as_deref()
+        .is_some_and(|s| !s.is_empty());
+    if subresource || old.is_some_and(|old| old.owner().is_some()) {
+        return Verdict::accept();
+    }
+    let writer = match payload.user_info(request) {
+        Ok(info) => Writer::from(info),
+        Err(message) => return Verdict::Unreadable { message },
+    };
+    let Some(values) = rules.bindings.stamp(&writer) else {
+        return Verdict::accept();
+    };
+    let (owner, settings) = (new.owner(), &rules.settings);
+    let keys: Vec<&String> = settings.owner_keys().collect();
+    let labels = settings.owner_labels.len();
+    let (mut add_labels, mut add_annotations) = (Vec::new(), Vec::new());
+    for (slot, value) in &values {
+        if owner.get(*slot).is_some() {
+            continue;
+        }
+        let Some(key) = keys.get(*slot) else { continue };
+        let list = if *slot < labels {
+            &mut add_labels
+        } else {
+            &mut add_annotations
+        };
+        list.push((key.as_str(), value.as_str()));
+    }
+    if add_labels.is_empty() && add_annotations.is_empty() {
+        return Verdict::accept();
+    }
+    Verdict::Mutate {
+        object: crate::stamp::stamped(payload, object, &add_labels, &add_annotations),
     }
 }
 

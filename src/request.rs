@@ -39,7 +39,7 @@ pub struct Wanted<'k> {
 }
 
 /// The parts of an AdmissionRequest the rules look at.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Request<'a> {
     pub operation: Option<Str<'a>>,
     pub kind: Option<GroupVersionKind<'a>>,
@@ -48,29 +48,48 @@ pub struct Request<'a> {
     pub sub_resource: Option<Str<'a>>,
     pub object: Option<Object>,
     pub old_object: Option<Object>,
+    /// Where `userInfo` is: read only when an identity rule needs the writer.
+    user_info: Option<usize>,
+    /// Of a DELETE or CONNECT, where the fields after the operation start: they are skipped
+    /// with the request, and read (`Payload::rest_of_request`) only when bindings judge a
+    /// DELETE.
+    rest: Option<usize>,
+    /// The fields read so far (see `Seen`).
+    seen: Seen,
 }
 
+/// Who makes the request, from its `userInfo`.
 #[derive(Debug, Default)]
+pub struct UserInfo<'a> {
+    pub username: Option<Str<'a>>,
+    pub groups: Vec<Str<'a>>,
+}
+
+#[derive(Debug, Default, Clone)]
 pub struct GroupVersionKind<'a> {
     pub group: Option<Str<'a>>,
     pub kind: Option<Str<'a>>,
 }
 
 /// A Kubernetes object, of which only the metadata is read (see `Payload::metadata`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Object {
     /// Where its metadata's fields are, unless it has no metadata or it is null.
-    metadata: Option<MetadataAt>,
+    pub(crate) metadata: Option<MetadataAt>,
+    /// Where the object is in the payload (its `{` to after its `}`), and where its
+    /// `metadata` value starts when there is one (an object or `null`): for stamping.
+    pub(crate) span: (usize, usize),
+    pub(crate) metadata_value: Option<usize>,
 }
 
 /// Where the fields of an object's metadata that the rules read start, found with the
 /// request; what they hold is checked only when they are read.
-#[derive(Debug, Default)]
-struct MetadataAt {
+#[derive(Debug, Default, Clone)]
+pub(crate) struct MetadataAt {
     name: Option<usize>,
     namespace: Option<usize>,
-    labels: Option<usize>,
-    annotations: Option<usize>,
+    pub(crate) labels: Option<usize>,
+    pub(crate) annotations: Option<usize>,
     /// The first of these fields found twice, and where: refused when the metadata is read
     /// (with a duplicate, the last value must not win silently).
     duplicate: Option<(&'static str, usize)>,
@@ -115,11 +134,10 @@ pub fn read_payload<'a>(
     read.map_err(|e| format!("the admission request cannot be read: {e}"))
 }
 
-/// The fields of one object seen so far, to refuse a second occurrence of a field: with
-/// duplicate keys, the last value must not win silently.
 /// The fields of one object read so far, one bit each (the `n`th field read of an object
-/// is bit `n`; an object has at most eight).
-#[derive(Default)]
+/// is bit `n`; an object has at most eight), to refuse a second occurrence of a field: with
+/// duplicate keys, the last value must not win silently.
+#[derive(Debug, Default, Clone, Copy)]
 struct Seen(u8);
 
 impl Seen {
@@ -160,15 +178,27 @@ fn string<'a>(r: &mut Reader<'a>, slot: &mut Option<Str<'a>>, what: &'static str
 }
 
 fn read_request<'a>(r: &mut Reader<'a>, out: &mut Request<'a>) -> Result<()> {
-    let mut seen = Seen::default();
-    r.object("request", |r, key| match key {
+    r.object("request", |r, key| request_field(r, key, out, true))
+}
+
+/// Reads one field of the request; with `skip_after_delete`, the fields after a DELETE's or
+/// CONNECT's operation are skipped.
+fn request_field<'a>(
+    r: &mut Reader<'a>,
+    key: &[u8],
+    out: &mut Request<'a>,
+    skip_after_delete: bool,
+) -> Result<()> {
+    let seen = &mut out.seen;
+    match key {
         b"operation" => {
             seen.once(r, 0, "operation")?;
             string(r, &mut out.operation, "request.operation")?;
-            // The rules read nothing else of a DELETE or CONNECT: the rest of the request
-            // is only skipped, by its structure (policy-server writes the objects after
-            // the operation).
-            if matches!(out.operation.as_deref(), Some("DELETE" | "CONNECT")) {
+            // The label rules read nothing else of a DELETE or CONNECT: the rest of the
+            // request is only skipped, by its structure (policy-server writes the objects
+            // after the operation), and read again only when bindings judge a DELETE.
+            if skip_after_delete && matches!(out.operation.as_deref(), Some("DELETE" | "CONNECT")) {
+                out.rest = Some(r.position());
                 r.skip_rest_of_object()?;
             }
             Ok(())
@@ -201,6 +231,34 @@ fn read_request<'a>(r: &mut Reader<'a>, out: &mut Request<'a>) -> Result<()> {
                 read_object(r, o, "request.oldObject")
             })
         }
+        b"userInfo" => {
+            seen.once(r, 7, "userInfo")?;
+            r.peek();
+            out.user_info = Some(r.position());
+            r.skip_value()
+        }
+        _ => r.skip_value(),
+    }
+}
+
+fn read_user_info<'a>(r: &mut Reader<'a>, out: &mut UserInfo<'a>) -> Result<()> {
+    let mut seen = Seen::default();
+    r.object("request.userInfo", |r, key| match key {
+        b"username" => {
+            seen.once(r, 0, "username")?;
+            string(r, &mut out.username, "request.userInfo.username")
+        }
+        b"groups" => {
+            seen.once(r, 1, "groups")?;
+            if r.null()? {
+                return Ok(());
+            }
+            r.elements("request.userInfo.groups", |r| {
+                let group = r.string_value(|| "each of request.userInfo.groups".into())?;
+                out.groups.push(group);
+                Ok(())
+            })
+        }
         _ => r.skip_value(),
     })
 }
@@ -224,9 +282,13 @@ fn read_gvk<'a>(r: &mut Reader<'a>, out: &mut GroupVersionKind<'a>) -> Result<()
 /// Every other value is skipped.
 fn read_object(r: &mut Reader, out: &mut Object, what: &'static str) -> Result<()> {
     let mut seen = Seen::default();
+    r.peek();
+    let start = r.position();
     r.object(what, |r, key| match key {
         b"metadata" => {
             seen.once(r, 0, "metadata")?;
+            r.peek();
+            out.metadata_value = Some(r.position());
             match r.peek() {
                 Some(b'{') => locate_metadata(r, out.metadata.insert(MetadataAt::default())),
                 Some(b'n') => r.null().map(drop),
@@ -237,7 +299,9 @@ fn read_object(r: &mut Reader, out: &mut Object, what: &'static str) -> Result<(
             }
         }
         _ => r.skip_value(),
-    })
+    })?;
+    out.span = (start, r.position());
+    Ok(())
 }
 
 fn locate_metadata(r: &mut Reader, out: &mut MetadataAt) -> Result<()> {
@@ -320,6 +384,45 @@ fn read_string_map<'a>(
 }
 
 impl<'a> Payload<'a> {
+    /// Reads who makes the request; a request without `userInfo` names no one.
+    pub fn user_info(&self, request: &Request) -> std::result::Result<UserInfo<'a>, String> {
+        let mut out = UserInfo::default();
+        if let Some(at) = request.user_info {
+            let mut r = Reader::new(self.input);
+            r.seek(at);
+            let read = match r.null() {
+                Ok(true) => Ok(()),
+                Ok(false) => read_user_info(&mut r, &mut out),
+                Err(e) => Err(e),
+            };
+            read.map_err(|e| format!("the admission request cannot be read: {e}"))?;
+        }
+        Ok(out)
+    }
+
+    /// The whole request of a DELETE or CONNECT, whose fields after the operation were
+    /// skipped with the request: `request` with those fields read too.
+    pub fn rest_of_request(
+        &self,
+        request: &Request<'a>,
+    ) -> std::result::Result<Request<'a>, String> {
+        let mut full = request.clone();
+        if let Some(at) = full.rest.take() {
+            let mut r = Reader::new(self.input);
+            r.seek(at);
+            r.rest_of_object("request", |r, key| request_field(r, key, &mut full, false))
+                .map_err(|e| format!("the admission request cannot be read: {e}"))?;
+        }
+        Ok(full)
+    }
+
+    /// The bytes of an object, as sent.
+    pub fn object_bytes(&self, object: &Object) -> &'a [u8] {
+        self.input
+            .get(object.span.0..object.span.1)
+            .unwrap_or_default()
+    }
+
     /// Reads an object's metadata: its name and namespace, and into `values` the values of
     /// the `wanted` labels and annotations. Only the rules of CREATE and UPDATE need it. An
     /// object without metadata has none of it.

@@ -4,6 +4,7 @@
 //! rather than ignored: a typo such as `ownerLabel` would otherwise silently leave
 //! the defaults in force and protect the wrong keys.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -18,6 +19,13 @@ pub const OLM_OWNER_NAME_LABEL: &str = "olm.operatorframework.io/owner-name";
 /// OLM v1's boxcutter applier stamps this annotation with the revision number of the
 /// ClusterExtension revision that wrote the object (a decimal that only grows).
 pub const OLM_REVISION_ANNOTATION: &str = "olm.operatorframework.io/revision";
+/// The service accounts of kube-controller-manager's garbage collector and namespace
+/// controller (with `--use-service-account-credentials`, as kubeadm and most distributions run
+/// it): they delete, and remove finalizers and owner references from, what owners leave.
+pub const DEFAULT_EXEMPT_SERVICE_ACCOUNTS: [&str; 2] = [
+    "kube-system/generic-garbage-collector",
+    "kube-system/namespace-controller",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -42,6 +50,37 @@ pub struct Settings {
     /// Annotation through which the current owner names its successor, so that the
     /// successor can take the object in one write. Empty (the default) turns handover off.
     pub handover_annotation: String,
+    /// Which writers may write the objects of which owners (see `identity`). Empty (the
+    /// default) turns the identity rules off.
+    pub bindings: Vec<Binding>,
+    /// Writers that pass the identity rules: they delete or clean up what owners leave.
+    pub exempt_writers: Writers,
+    /// The stamping policy (a second, mutating policy): add the owner keys of the one owner a
+    /// writer is bound to, where missing, and judge nothing else.
+    pub stamp: bool,
+}
+
+/// Who writes: API server identities, as a request's `userInfo` names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Writers {
+    /// Usernames, exactly (`alice`, `system:kube-controller-manager`).
+    pub users: Vec<String>,
+    /// Groups, exactly (`system:serviceaccounts:team-a`).
+    pub groups: Vec<String>,
+    /// Service accounts as `namespace/name`; `*` for any namespace or any name.
+    pub service_accounts: Vec<String>,
+}
+
+/// One binding: these writers may write the objects of the owners `owner` describes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Binding {
+    pub writers: Writers,
+    /// Owner keys and their values; a key not listed may have any value. A value may end in
+    /// `*` (any rest) and take parts of the writer's identity: `{serviceAccount.namespace}`,
+    /// `{serviceAccount.name}`, `{username}`.
+    pub owner: BTreeMap<String, String>,
 }
 
 impl Default for Settings {
@@ -56,6 +95,12 @@ impl Default for Settings {
             allow_orphaning: true,
             revision_annotation: OLM_REVISION_ANNOTATION.into(),
             handover_annotation: String::new(),
+            bindings: Vec::new(),
+            exempt_writers: Writers {
+                service_accounts: DEFAULT_EXEMPT_SERVICE_ACCOUNTS.map(String::from).to_vec(),
+                ..Writers::default()
+            },
+            stamp: false,
         }
     }
 }
@@ -135,6 +180,59 @@ impl Settings {
             check_label_value(kind)
                 .map_err(|e| format!("clusterScopedOwnerKinds[{i}] {kind:?} {e}"))?;
         }
+        self.check_bindings()
+    }
+
+    /// Bindings name owner keys, writers that exist, and values that can match; stamping
+    /// needs bindings to stamp from.
+    fn check_bindings(&self) -> Result<(), String> {
+        for (i, binding) in self.bindings.iter().enumerate() {
+            let at = format!("bindings[{i}]");
+            binding.writers.check(&format!("{at}.writers"))?;
+            if binding.writers.is_empty() {
+                return Err(format!(
+                    "{at}.writers is empty: list the users, groups or serviceAccounts that may \
+                     write this owner's objects"
+                ));
+            }
+            if binding.owner.is_empty() {
+                return Err(format!(
+                    "{at}.owner is empty: name at least one owner key and its value (a binding \
+                     on no key would cover every owned object)"
+                ));
+            }
+            for (key, value) in &binding.owner {
+                if !self.owner_keys().any(|k| k == key) {
+                    return Err(format!(
+                        "{at}.owner {key:?} is not an owner key: bind owner keys only ({})",
+                        self.owner_keys()
+                            .map(String::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                let pattern = crate::identity::Pattern::parse(value)
+                    .map_err(|e| format!("{at}.owner {key:?} value {value:?}: {e}"))?;
+                if pattern.needs_service_account()
+                    && !(binding.writers.users.is_empty() && binding.writers.groups.is_empty())
+                {
+                    return Err(format!(
+                        "{at}.owner {key:?} value {value:?} takes a part of a service account, \
+                         which users and groups do not have: list only serviceAccounts in \
+                         {at}.writers, or use a binding of their own for the users and groups"
+                    ));
+                }
+            }
+        }
+        self.exempt_writers.check("exemptWriters")?;
+        if self.stamp && self.bindings.is_empty() {
+            return Err(
+                "stamp is true but there are no bindings: stamping adds the owner keys of the \
+                 owner a writer is bound to, so list bindings (the same as the validating \
+                 policy's)"
+                    .into(),
+            );
+        }
         Ok(())
     }
 
@@ -171,6 +269,43 @@ impl Settings {
 
     pub fn is_cluster_scoped_owner_kind(&self, kind: &str) -> bool {
         self.cluster_scoped_owner_kinds.iter().any(|k| k == kind)
+    }
+}
+
+impl Writers {
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty() && self.groups.is_empty() && self.service_accounts.is_empty()
+    }
+
+    fn check(&self, at: &str) -> Result<(), String> {
+        for (field, list) in [("users", &self.users), ("groups", &self.groups)] {
+            for (i, name) in list.iter().enumerate() {
+                if name.is_empty() {
+                    return Err(format!("{at}.{field}[{i}] is empty: remove it"));
+                }
+            }
+        }
+        for (i, sa) in self.service_accounts.iter().enumerate() {
+            let Some((namespace, name)) = sa.split_once('/') else {
+                return Err(format!(
+                    "{at}.serviceAccounts[{i}] {sa:?} is not namespace/name (e.g. \
+                     \"team-a/deployer\", \"team-a/*\" or \"*/flux-reconciler\")"
+                ));
+            };
+            let part = |what: &str, value: &str, max: usize| {
+                if value == "*" || (value.len() <= max && is_dns_subdomain(value.as_bytes())) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{at}.serviceAccounts[{i}] {sa:?}: the {what} {value:?} is not a \
+                         Kubernetes name (lowercase alphanumerics, '-' and '.') or \"*\""
+                    ))
+                }
+            };
+            part("namespace", namespace, 63)?;
+            part("name", name, 253)?;
+        }
+        Ok(())
     }
 }
 

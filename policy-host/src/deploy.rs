@@ -31,7 +31,20 @@ pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
         matches!(spec["mode"].as_str(), Some("protect" | "monitor")),
         "spec.mode must be protect or monitor"
     );
-    ensure!(spec["mutating"] == false, "spec.mutating must be false");
+    let stamps = spec["settings"]["stamp"] == true;
+    match (&spec["mutating"], stamps) {
+        (Value::Bool(false), false) | (Value::Bool(true), true) => {}
+        (Value::Bool(false), true) => bail!(
+            "spec.mutating must be true for a stamping policy (settings.stamp: true): the API \
+             server applies no patch from a validating webhook"
+        ),
+        (Value::Bool(true), false) => bail!(
+            "spec.mutating must be false: only the stamping policy (settings.stamp: true) \
+             mutates; the owner rules belong in a validating policy, which runs after every \
+             mutation"
+        ),
+        _ => bail!("spec.mutating must be true or false"),
+    }
     ensure!(
         spec["rules"].as_array().is_some_and(|r| !r.is_empty()),
         "spec.rules must not be empty"

@@ -375,7 +375,17 @@ fn run(cli: Cli) -> Result<()> {
         Command::Run(args) => {
             let (policy, request, payload) = args.prepare()?;
             // One line, as `kwctl run` prints it.
-            let response = review::admission_response(&request.uid, policy.validate(&payload));
+            // kwctl run lets a policy mutate (its policy id is "policy-from-cli").
+            let mutation = review::Mutation {
+                allowed: true,
+                policy_id: "policy-from-cli",
+            };
+            let response = review::admission_response(
+                &request.uid,
+                policy.validate(&payload),
+                request.raw.get(),
+                mutation,
+            );
             println!("{}", serde_json::to_string(&response)?);
         }
         Command::Bench {

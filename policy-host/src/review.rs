@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -86,6 +87,12 @@ pub fn read_settings(json: Option<&str>, path: Option<&Path>) -> Result<Value> {
 pub struct AdmissionResponse {
     pub uid: String,
     pub allowed: bool,
+    /// "JSONPatch" when there is a patch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch_type: Option<String>,
+    /// The RFC 6902 patch from the request's object to the guest's `mutated_object`, base64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
     pub audit_annotations: Option<Map<String, Value>>,
@@ -100,26 +107,84 @@ pub struct Status {
     pub code: Option<u16>,
 }
 
+/// Whether a policy may mutate, as policy-server and kwctl decide it: kwctl run always lets
+/// it; policy-server, as its policies.yml says (`allowedToMutate`, from the
+/// ClusterAdmissionPolicy's `spec.mutating`).
+#[derive(Debug, Clone, Copy)]
+pub struct Mutation<'a> {
+    pub allowed: bool,
+    /// The policy's id, for policy-server's refusal of a mutation it does not allow.
+    pub policy_id: &'a str,
+}
+
 /// The AdmissionResponse for a guest answer; a trap or guest error becomes a 500, as in
 /// policy-server. The status is there when the guest gave a message or a code, accepted or not.
-pub fn admission_response(uid: &str, answer: Result<ValidationResponse>) -> AdmissionResponse {
+/// A `mutated_object` becomes a JSONPatch from the request's `object` (in `request`, the
+/// AdmissionRequest's text), as policy-evaluator computes it (`json_patch::diff`), or the
+/// refusals it answers: a mutation of a DELETE's null object, and a mutation by a policy that
+/// may not mutate (in protect mode).
+pub fn admission_response(
+    uid: &str,
+    answer: Result<ValidationResponse>,
+    request: &str,
+    mutation: Mutation,
+) -> AdmissionResponse {
+    let refuse = |message: String, code: Option<u16>| AdmissionResponse {
+        uid: uid.to_string(),
+        allowed: false,
+        patch_type: None,
+        patch: None,
+        status: Some(Status {
+            message: Some(message),
+            code,
+        }),
+        audit_annotations: None,
+        warnings: None,
+    };
     let answer = match answer {
-        Err(e) => {
-            return AdmissionResponse {
-                uid: uid.to_string(),
-                allowed: false,
-                status: Some(Status {
-                    message: Some(format!("internal server error: {e:#}")),
-                    code: Some(500),
-                }),
-                audit_annotations: None,
-                warnings: None,
-            };
-        }
+        Err(e) => return refuse(format!("internal server error: {e:#}"), Some(500)),
         Ok(answer) => answer,
     };
-    if answer.mutated_object.is_some() {
-        eprintln!("policy-host: the guest returned a mutated object; patches are not computed");
+    let patch = match &answer.mutated_object {
+        None => None,
+        Some(mutated) => {
+            #[derive(Deserialize)]
+            struct Object {
+                object: Option<Value>,
+            }
+            let object = serde_json::from_str::<Object>(request)
+                .ok()
+                .and_then(|r| r.object);
+            let Some(object) = object else {
+                return refuse(
+                    "Incoming object is null, which happens only with DELETE operations, but \
+                     the policy is attempting a mutation. This is not allowed"
+                        .into(),
+                    None,
+                );
+            };
+            let diff = json_patch::diff(&object, mutated);
+            (!diff.0.is_empty()).then(|| {
+                let text = serde_json::to_string(&diff).unwrap_or_default();
+                base64::engine::general_purpose::STANDARD.encode(text)
+            })
+        }
+    };
+    if patch.is_some() && !mutation.allowed {
+        // policy-evaluator's AdmissionResponseHandler, in protect mode (in monitor mode the
+        // caller lets everything through anyway).
+        return AdmissionResponse {
+            warnings: answer.warnings,
+            audit_annotations: answer.audit_annotations,
+            ..refuse(
+                format!(
+                    "Request rejected by policy {}. The policy attempted to mutate the \
+                     request, but it is currently configured to not allow mutations.",
+                    mutation.policy_id
+                ),
+                None,
+            )
+        };
     }
     let status = (answer.message.is_some() || answer.code.is_some()).then_some(Status {
         message: answer.message,
@@ -128,6 +193,8 @@ pub fn admission_response(uid: &str, answer: Result<ValidationResponse>) -> Admi
     AdmissionResponse {
         uid: uid.to_string(),
         allowed: answer.accepted,
+        patch_type: patch.as_ref().map(|_| "JSONPatch".to_string()),
+        patch,
         status,
         audit_annotations: answer.audit_annotations,
         warnings: answer.warnings,

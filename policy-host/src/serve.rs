@@ -79,6 +79,7 @@ struct LoadedPolicy {
     pre: PolicyPre,
     settings: Value,
     monitor: bool,
+    allowed_to_mutate: bool,
 }
 
 struct State {
@@ -115,9 +116,6 @@ fn load(path: &PathBuf) -> Result<BTreeMap<String, LoadedPolicy>> {
                 answer.message.unwrap_or_default()
             );
         }
-        if entry.allowed_to_mutate == Some(true) {
-            eprintln!("policy-host serve: policy {id}: mutations are answered, not applied");
-        }
         let monitor = match entry.policy_mode.as_deref() {
             None | Some("protect") => false,
             Some("monitor") => true,
@@ -129,6 +127,7 @@ fn load(path: &PathBuf) -> Result<BTreeMap<String, LoadedPolicy>> {
                 pre,
                 settings,
                 monitor,
+                allowed_to_mutate: entry.allowed_to_mutate == Some(true),
             },
         );
     }
@@ -181,9 +180,14 @@ fn evaluate(state: &State, id: &str, body: &[u8]) -> Result<(Value, Value), (Sta
             serde_json::from_slice(&raw).context("validate returned an unreadable answer")
         });
     let micros = start.elapsed().as_micros();
-    let mut response = admission_response(&summary.uid, answer);
+    let mutation = crate::review::Mutation {
+        allowed: policy.allowed_to_mutate,
+        policy_id: id,
+    };
+    let mut response = admission_response(&summary.uid, answer, request.get(), mutation);
     let verdict = json!({"allowed": response.allowed,
-        "code": response.status.as_ref().and_then(|s| s.code)});
+        "code": response.status.as_ref().and_then(|s| s.code),
+        "patched": response.patch.is_some()});
     if policy.monitor && !response.allowed {
         // policy-server in monitor mode: logged, not enforced.
         response.allowed = true;

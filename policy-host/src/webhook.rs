@@ -49,7 +49,8 @@ impl ClusterAdmissionPolicy {
         format!("clusterwide-{}", self.name)
     }
 
-    /// The ValidatingWebhookConfiguration, calling `base_url` + `/validate/<unique name>` and
+    /// The ValidatingWebhookConfiguration (a MutatingWebhookConfiguration for a policy with
+    /// `spec.mutating: true`, otherwise the same, as the controller writes it), calling `base_url` + `/validate/<unique name>` and
     /// trusting `ca_pem`, for an API server of minor version `server_minor` (1.x).
     pub fn webhook_configuration(
         &self,
@@ -58,9 +59,14 @@ impl ClusterAdmissionPolicy {
         server_minor: u32,
     ) -> Result<Value> {
         let spec = &self.spec;
-        if spec["mutating"] == true {
-            bail!("{}: mutating policies are not generated here", self.name);
-        }
+        let kind = match &spec["mutating"] {
+            Value::Bool(true) => "MutatingWebhookConfiguration",
+            Value::Bool(false) | Value::Null => "ValidatingWebhookConfiguration",
+            other => bail!(
+                "{}: spec.mutating must be true or false, not {other}",
+                self.name
+            ),
+        };
         let unique = self.unique_name();
         let or = |field: &str, default: Value| match &spec[field] {
             Value::Null => default,
@@ -97,7 +103,7 @@ impl ClusterAdmissionPolicy {
         }
         Ok(json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
+            "kind": kind,
             "metadata": {
                 "name": unique,
                 "labels": {"app.kubernetes.io/part-of": "kubewarden", "kubewardenPolicyScope": "cluster"},

@@ -316,6 +316,69 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads the rest of an object whose first entries were read before and that was left
+    /// just after a value (`skip_rest_of_object` leaves it there too); as `object`, with keys
+    /// decoded.
+    pub fn rest_of_object(
+        &mut self,
+        what: &str,
+        mut field: impl FnMut(&mut Self, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        loop {
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(_) => return Err(self.error(format!("expected ',' or '}}' in {what}"))),
+                None => return Err(self.eof()),
+            }
+            if self.peek() != Some(b'"') {
+                return Err(match self.peek() {
+                    None => self.eof(),
+                    Some(_) => self.error(format!("expected a string key in {what}")),
+                });
+            }
+            let key = self.string()?;
+            self.eat(b':', "':' after an object key")?;
+            field(self, key.as_bytes())?;
+        }
+    }
+
+    /// Reads an array, calling `item` with the reader at each element; `item` must consume
+    /// it. `what` names the array in errors.
+    pub fn elements(
+        &mut self,
+        what: &str,
+        mut item: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        match self.peek() {
+            Some(b'[') => self.pos += 1,
+            Some(_) => {
+                let found = self.found();
+                return Err(self.error(format!("{what} must be a JSON array, not {found}")));
+            }
+            None => return Err(self.eof()),
+        }
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            item(self)?;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(_) => return Err(self.error(format!("expected ',' or ']' in {what}"))),
+                None => return Err(self.eof()),
+            }
+        }
+    }
+
     /// Reads a string value; `what` names it in the error when something else comes.
     pub fn string_value(&mut self, what: impl FnOnce() -> String) -> Result<Str<'a>> {
         match self.peek() {

@@ -13,7 +13,7 @@ pub const HANDOVER: &str = "owner/handover-to";
 
 /// An object's labels and annotations.
 pub type Meta = (BTreeMap<String, String>, BTreeMap<String, String>);
-type Tuple = Vec<Option<String>>;
+pub type Tuple = Vec<Option<String>>;
 
 /// The settings JSON of the model.
 pub fn settings(adoption: bool, orphaning: bool) -> String {
@@ -24,7 +24,7 @@ pub fn settings(adoption: bool, orphaning: bool) -> String {
 }
 
 /// The owner: the tuple, or None when no owner key is present.
-fn owner(m: &Meta) -> Option<Tuple> {
+pub fn owner(m: &Meta) -> Option<Tuple> {
     let mut t: Tuple = OWNER_LABELS.iter().map(|k| m.0.get(*k).cloned()).collect();
     t.push(m.1.get(OWNER_ANNOTATION).cloned());
     t.iter().any(Option::is_some).then_some(t)

@@ -1,0 +1,482 @@
+//! Who may write an owner's objects: owners bound to the identities that write them.
+//!
+//! The label rules guard the owner keys but trust whoever writes them: anyone RBAC lets write
+//! an object could create it stamped with another owner's keys, edit it while keeping them, or
+//! delete it. Tools that write under an identity of their own (Flux tenants impersonating a
+//! service account, Argo CD's sync impersonation, a Helm or operator install with its own
+//! service account) make the writer tell owners apart, so admission can check it from the
+//! request's `userInfo`. A binding says which writers may write which owners' objects; an
+//! owner no binding covers keeps only the label rules.
+//!
+//! The settings' side (`settings::Binding`) is what users write; `Bindings` is the same,
+//! worked out once per policy instance: owner keys as slots, values as `Pattern`s.
+
+use crate::json::Str;
+use crate::message::{Part, Quoted, text};
+use crate::owner::Owner;
+use crate::request::UserInfo;
+use crate::settings::{Settings, Writers};
+
+/// The prefix of a service account's username.
+const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+/// Who makes a request.
+#[derive(Debug, Default)]
+pub struct Writer<'a> {
+    pub username: Option<Str<'a>>,
+    pub groups: Vec<Str<'a>>,
+}
+
+impl<'a> From<UserInfo<'a>> for Writer<'a> {
+    fn from(info: UserInfo<'a>) -> Self {
+        Writer {
+            username: info.username,
+            groups: info.groups,
+        }
+    }
+}
+
+impl Writer<'_> {
+    pub fn username(&self) -> &str {
+        self.username.as_deref().unwrap_or("")
+    }
+
+    /// `(namespace, name)` when the writer is a service account.
+    pub fn service_account(&self) -> Option<(&str, &str)> {
+        let rest = self.username().strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
+        rest.split_once(':')
+            .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains(':'))
+    }
+}
+
+/// Whether `writer` is one of `writers`.
+pub fn is_one_of(writers: &Writers, writer: &Writer) -> bool {
+    let username = writer.username();
+    if !username.is_empty() && writers.users.iter().any(|u| u == username) {
+        return true;
+    }
+    let in_group = |g: &String| writer.groups.iter().any(|w| **w == **g);
+    if writers.groups.iter().any(in_group) {
+        return true;
+    }
+    let Some((namespace, name)) = writer.service_account() else {
+        return false;
+    };
+    writers.service_accounts.iter().any(|sa| {
+        sa.split_once('/')
+            .is_some_and(|(ns, n)| (ns == "*" || ns == namespace) && (n == "*" || n == name))
+    })
+}
+
+/// A binding's value for one owner key: text and parts of the writer's identity, and
+/// optionally a final `*` that matches any rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    pieces: Vec<Piece>,
+    prefix: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    Namespace,
+    Name,
+    Username,
+}
+
+const PLACEHOLDERS: [(&str, Piece); 3] = [
+    ("{serviceAccount.namespace}", Piece::Namespace),
+    ("{serviceAccount.name}", Piece::Name),
+    ("{username}", Piece::Username),
+];
+
+impl Pattern {
+    /// Parses a binding's value; the error says what is wrong.
+    pub fn parse(value: &str) -> Result<Pattern, String> {
+        let (body, prefix) = match value.strip_suffix('*') {
+            Some(body) => (body, true),
+            None => (value, false),
+        };
+        if body.contains('*') {
+            return Err("'*' may only end a value (\"team-a-*\")".into());
+        }
+        let mut pieces = Vec::new();
+        let mut rest = body;
+        while !rest.is_empty() {
+            match rest.find(['{', '}']) {
+                Some(0) => {
+                    let Some((piece, after)) = PLACEHOLDERS
+                        .iter()
+                        .find_map(|(name, piece)| Some((piece, rest.strip_prefix(name)?)))
+                    else {
+                        return Err(format!(
+                            "unknown placeholder at {:?}: use {{serviceAccount.namespace}}, \
+                             {{serviceAccount.name}} or {{username}}",
+                            rest
+                        ));
+                    };
+                    pieces.push(piece.clone());
+                    rest = after;
+                }
+                Some(at) => {
+                    pieces.push(Piece::Text(rest[..at].to_string()));
+                    rest = &rest[at..];
+                }
+                None => {
+                    pieces.push(Piece::Text(rest.to_string()));
+                    rest = "";
+                }
+            }
+        }
+        if value.is_empty() {
+            pieces.push(Piece::Text(String::new()));
+        }
+        Ok(Pattern { pieces, prefix })
+    }
+
+    /// Whether the value takes a part of a service account's name.
+    pub fn needs_service_account(&self) -> bool {
+        (self.pieces.iter()).any(|p| matches!(p, Piece::Namespace | Piece::Name))
+    }
+
+    fn is_literal(&self) -> bool {
+        self.pieces.iter().all(|p| matches!(p, Piece::Text(_)))
+    }
+
+    /// The value for `writer`, before any final `*`; `None` when the writer lacks a part
+    /// the value takes (a user is no service account).
+    fn resolve(&self, writer: &Writer) -> Option<String> {
+        let mut out = String::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Namespace => out.push_str(writer.service_account()?.0),
+                Piece::Name => out.push_str(writer.service_account()?.1),
+                Piece::Username => out.push_str(writer.username.as_deref()?),
+            }
+        }
+        Some(out)
+    }
+
+    fn matches_resolved(&self, resolved: &str, value: &str) -> bool {
+        if self.prefix {
+            value.starts_with(resolved)
+        } else {
+            value == resolved
+        }
+    }
+
+    /// Whether some writer could be bound to `value`: a literal value must match; one that
+    /// takes parts of the writer's identity covers any value.
+    fn covers(&self, value: &str) -> bool {
+        match self.pieces.as_slice() {
+            [Piece::Text(t)] => self.matches_resolved(t, value),
+            _ if self.is_literal() => self.matches_resolved("", value),
+            _ => true,
+        }
+    }
+
+    /// Whether `writer` is bound to `value` by this pattern.
+    fn binds(&self, writer: &Writer, value: &str) -> bool {
+        self.resolve(writer)
+            .is_some_and(|resolved| self.matches_resolved(&resolved, value))
+    }
+}
+
+impl Part for Pattern {
+    fn write_to(&self, out: &mut String) {
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(t) => text(out, t),
+                placeholder => {
+                    let name = PLACEHOLDERS.iter().find(|(_, p)| p == placeholder);
+                    text(out, name.map_or("", |(n, _)| n));
+                }
+            }
+        }
+        if self.prefix {
+            text(out, "*");
+        }
+    }
+}
+
+/// One binding, worked out: its writers, and a pattern per owner key it names (by the key's
+/// slot in the owner, see `owner::Owner`).
+#[derive(Debug)]
+struct Bound {
+    writers: Writers,
+    owner: Vec<(usize, Pattern)>,
+}
+
+impl Bound {
+    /// Whether some writer of this binding could write `owner`'s objects.
+    fn covers(&self, owner: &Owner) -> bool {
+        (self.owner.iter()).all(|(i, p)| owner.get(*i).is_some_and(|v| p.covers(v)))
+    }
+
+    fn binds(&self, writer: &Writer, owner: &Owner) -> bool {
+        is_one_of(&self.writers, writer)
+            && (self.owner.iter()).all(|(i, p)| owner.get(*i).is_some_and(|v| p.binds(writer, v)))
+    }
+}
+
+/// The bindings and exempt writers of the settings.
+#[derive(Debug, Default)]
+pub struct Bindings {
+    bound: Vec<Bound>,
+    exempt: Writers,
+    /// How many owner keys there are: a binding that names fewer binds to many owners.
+    owner_keys: usize,
+}
+
+/// What the identity rules say of one writer and one owner.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Permit {
+    /// No binding covers the owner: only the label rules apply.
+    Uncovered,
+    Bound,
+    Exempt,
+    /// Bindings cover the owner, and none binds the writer to it: these ones may.
+    Refused {
+        covering: Vec<usize>,
+    },
+}
+
+impl Bindings {
+    /// Works out the bindings of valid settings (a value that does not parse binds no one,
+    /// but settings are validated before this).
+    pub fn new(settings: &Settings) -> Bindings {
+        let keys: Vec<&String> = settings.owner_keys().collect();
+        let bound = (settings.bindings.iter())
+            .map(|b| Bound {
+                writers: b.writers.clone(),
+                owner: (b.owner.iter())
+                    .filter_map(|(key, value)| {
+                        let slot = keys.iter().position(|k| *k == key)?;
+                        Some((slot, Pattern::parse(value).ok()?))
+                    })
+                    .collect(),
+            })
+            .collect();
+        Bindings {
+            bound,
+            exempt: settings.exempt_writers.clone(),
+            owner_keys: keys.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bound.is_empty()
+    }
+
+    /// Whether some binding covers `owner` (an owned object's owner): then only the writers
+    /// bound to it, and the exempt ones, may write its objects.
+    pub fn covers(&self, owner: &Owner) -> bool {
+        owner.is_some() && self.bound.iter().any(|b| b.covers(owner))
+    }
+
+    /// Whether `writer` may write the objects of `owner` (callers read the writer only when
+    /// `covers` says a binding covers the owner).
+    pub fn permit(&self, owner: &Owner, writer: &Writer) -> Permit {
+        if !self.covers(owner) {
+            Permit::Uncovered
+        } else if self.bound.iter().any(|b| b.binds(writer, owner)) {
+            Permit::Bound
+        } else if is_one_of(&self.exempt, writer) {
+            Permit::Exempt
+        } else {
+            let covering = (self.bound.iter().enumerate())
+                .filter(|(_, b)| b.covers(owner))
+                .map(|(i, _)| i)
+                .collect();
+            Permit::Refused { covering }
+        }
+    }
+
+    /// The owner keys to stamp for `writer`: the values of the one owner it is bound to, as
+    /// `(slot, value)`. None when the writer is exempt, bound to no owner, or to more than one:
+    /// a binding that leaves an owner key out, or whose value ends in `*`, binds to many.
+    pub fn stamp(&self, writer: &Writer) -> Option<Vec<(usize, String)>> {
+        if is_one_of(&self.exempt, writer) {
+            return None;
+        }
+        // Bindings list their keys in key order (a map), so two that name the same owner
+        // give equal lists.
+        let mut stamp: Option<Vec<(usize, String)>> = None;
+        for bound in self.bound.iter().filter(|b| is_one_of(&b.writers, writer)) {
+            if bound.owner.len() != self.owner_keys {
+                return None;
+            }
+            let mut values = Vec::with_capacity(bound.owner.len());
+            for (slot, pattern) in &bound.owner {
+                if pattern.prefix {
+                    return None;
+                }
+                values.push((*slot, pattern.resolve(writer)?));
+            }
+            match &stamp {
+                Some(other) if *other != values => return None,
+                _ => stamp = Some(values),
+            }
+        }
+        stamp
+    }
+}
+
+/// A writer, as messages name it.
+pub struct WriterName<'w, 'a>(pub &'w Writer<'a>);
+
+impl Part for WriterName<'_, '_> {
+    fn write_to(&self, out: &mut String) {
+        match (self.0.service_account(), self.0.username()) {
+            (Some((ns, name)), _) => {
+                text(out, "service account ");
+                text(out, ns);
+                text(out, "/");
+                text(out, name);
+            }
+            (None, "") => text(out, "an anonymous writer"),
+            (None, user) => {
+                text(out, "user ");
+                Quoted(user).write_to(out);
+            }
+        }
+    }
+}
+
+/// The writers of the bindings that cover an owner, as messages list them:
+/// `bindings[0] (serviceAccounts */*, where kustomize.toolkit.fluxcd.io/namespace={serviceAccount.namespace})`.
+pub struct Allowed<'s>(pub &'s Settings, pub &'s [usize]);
+
+impl Part for Allowed<'_> {
+    fn write_to(&self, out: &mut String) {
+        let Allowed(settings, covering) = self;
+        for (n, i) in covering.iter().enumerate() {
+            let Some(binding) = settings.bindings.get(*i) else {
+                continue;
+            };
+            text(out, if n == 0 { "" } else { "; " });
+            text(out, "bindings[");
+            text(out, &i.to_string());
+            text(out, "] (");
+            let w = &binding.writers;
+            let lists = [
+                ("users ", &w.users),
+                ("groups ", &w.groups),
+                ("serviceAccounts ", &w.service_accounts),
+            ];
+            let mut first = true;
+            for (what, list) in lists.iter().filter(|(_, l)| !l.is_empty()) {
+                text(out, if first { "" } else { ", " });
+                first = false;
+                text(out, what);
+                text(out, &list.join(" "));
+            }
+            if binding.owner.values().any(|v| v.contains('{')) {
+                text(out, ", where ");
+                for (k, (key, value)) in binding.owner.iter().enumerate() {
+                    text(out, if k == 0 { "" } else { "," });
+                    text(out, key);
+                    text(out, "=");
+                    text(out, value);
+                }
+            }
+            text(out, ")");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn writer<'a>(username: &'a str, groups: &[&'a str]) -> Writer<'a> {
+        Writer {
+            username: Some(Str(username.into())),
+            groups: groups.iter().map(|g| Str((*g).into())).collect(),
+        }
+    }
+
+    #[rstest]
+    #[case("system:serviceaccount:team-a:deployer", Some(("team-a", "deployer")))]
+    #[case("system:serviceaccount:team-a", None)]
+    #[case("system:serviceaccount::x", None)]
+    #[case("system:serviceaccount:a:b:c", None)]
+    #[case("alice", None)]
+    fn service_accounts_are_read_off_usernames(
+        #[case] username: &str,
+        #[case] expected: Option<(&str, &str)>,
+    ) {
+        assert_eq!(writer(username, &[]).service_account(), expected);
+    }
+
+    #[rstest]
+    #[case("team-a", "team-a", true)]
+    #[case("team-a", "team-b", false)]
+    #[case("team-*", "team-b", true)]
+    #[case("team-*", "tea", false)]
+    #[case("{serviceAccount.namespace}", "team-a", true)]
+    #[case("{serviceAccount.namespace}", "team-b", false)]
+    #[case("{serviceAccount.namespace}_*", "team-a_app", true)]
+    #[case("{serviceAccount.namespace}_*", "team-b_app", false)]
+    #[case("{serviceAccount.name}", "deployer", true)]
+    #[case("{username}", "system:serviceaccount:team-a:deployer", true)]
+    #[case("", "", true)]
+    #[case("", "x", false)]
+    fn patterns_bind_by_the_writer(
+        #[case] pattern: &str,
+        #[case] value: &str,
+        #[case] bound: bool,
+    ) {
+        let p = Pattern::parse(pattern).unwrap();
+        let w = writer("system:serviceaccount:team-a:deployer", &[]);
+        assert_eq!(p.binds(&w, value), bound, "{pattern} {value}");
+        assert!(!p.binds(&writer("alice", &[]), value) || !p.needs_service_account());
+        assert_eq!(message_of(&p), pattern);
+    }
+
+    fn message_of(p: &Pattern) -> String {
+        let mut out = String::new();
+        p.write_to(&mut out);
+        out
+    }
+
+    #[rstest]
+    #[case("a*b", "'*' may only end")]
+    #[case("{namespace}", "unknown placeholder")]
+    #[case("x}", "unknown placeholder")]
+    #[case("{serviceAccount.namespace", "unknown placeholder")]
+    fn malformed_patterns_say_why(#[case] pattern: &str, #[case] why: &str) {
+        let e = Pattern::parse(pattern).unwrap_err();
+        assert!(e.contains(why), "{e}");
+    }
+
+    #[rstest]
+    #[case(&["team-a/deployer"], "system:serviceaccount:team-a:deployer", true)]
+    #[case(&["team-a/*"], "system:serviceaccount:team-a:other", true)]
+    #[case(&["*/deployer"], "system:serviceaccount:team-b:deployer", true)]
+    #[case(&["team-a/*"], "system:serviceaccount:team-b:deployer", false)]
+    #[case(&["team-a/deployer"], "team-a/deployer", false)]
+    fn service_account_patterns(#[case] sas: &[&str], #[case] user: &str, #[case] yes: bool) {
+        let writers = Writers {
+            service_accounts: sas.iter().map(|s| s.to_string()).collect(),
+            ..Writers::default()
+        };
+        assert_eq!(is_one_of(&writers, &writer(user, &[])), yes);
+    }
+
+    #[test]
+    fn users_and_groups_match_exactly() {
+        let writers = Writers {
+            users: vec!["alice".into()],
+            groups: vec!["ops".into()],
+            ..Writers::default()
+        };
+        assert!(is_one_of(&writers, &writer("alice", &[])));
+        assert!(is_one_of(&writers, &writer("bob", &["dev", "ops"])));
+        assert!(!is_one_of(&writers, &writer("bob", &["op"])));
+        assert!(!is_one_of(&writers, &writer("Alice", &[])));
+        assert!(!is_one_of(&writers, &Writer::default()));
+    }
+}
