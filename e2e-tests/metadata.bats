@@ -72,7 +72,7 @@ version_of() {
 
 @test "questions-ui.yml asks for every setting, and only those (the module's own list)" {
   local asked known
-  asked="$(sed -n 's/^ *variable: *//p' "$ROOT/questions-ui.yml" | sort | tr '\n' ' ')"
+  asked="$(sed -n 's/^    variable: *//p' "$ROOT/questions-ui.yml" | sort | tr '\n' ' ')"
   # The module names every field it knows when it refuses an unknown one.
   printf '{"notASetting": 1}' >"$BATS_TEST_TMPDIR/settings.json"
   run --separate-stderr "$POLICY_HOST" call validate_settings -p "$BATS_TEST_TMPDIR/settings.json" "$POLICY"
@@ -134,6 +134,40 @@ sends_not() {
   sends_not argocd-label-tracking.yaml crd-owner-change.json deployment-argocd-break-glass.json
   sends flux.yaml deployment-flux-image-update.json deployment-flux-kustomization-change.json
   sends_not flux.yaml crd-owner-change.json deployment-argocd-app-change.json
+}
+
+@test "every identity preset checks out: the validating ones route DELETE, the stamping one mutates" {
+  local count=0 manifest spec
+  for manifest in "$ROOT"/deploy/identity/*.yaml; do
+    count=$((count + 1))
+    run --separate-stderr "$POLICY_HOST" verify-manifest "$manifest" "$POLICY"
+    assert_success
+    spec="$output"
+    assert_equal "$(jq -r .failurePolicy <<<"$spec")" Fail
+    assert_equal "$(jq '.settings.bindings | length > 0' <<<"$spec")" true
+    if [ "$(jq -r .mutating <<<"$spec")" = true ]; then
+      assert_equal "$(jq -r .settings.stamp <<<"$spec")" true
+      assert_equal "$(jq -c '[.rules[].operations[]] | unique' <<<"$spec")" '["CREATE","UPDATE"]'
+    else
+      assert_equal "$(jq -c '[.rules[].operations[]] | unique' <<<"$spec")" '["CREATE","DELETE","UPDATE"]'
+      assert_equal "$(jq -r '[.matchConditions[]? | select(.name == "not-break-glass")] | length' <<<"$spec")" 1
+    fi
+    # Only owned objects, or only the bound writers' writes, reach the policy.
+    assert_equal "$(jq '(.objectSelector != null) or ([.matchConditions[]? | select(.name != "not-break-glass")] | length > 0)' <<<"$spec")" true
+  done
+  assert_equal "$count" 5
+}
+
+@test "each identity preset sends its owners' writes, DELETE included, and the stamping one only its writers'" {
+  sends identity/flux-tenants.yaml configmap-tenant-create-for-other.json configmap-tenant-edit-by-human.json configmap-tenant-delete-by-other.json
+  sends_not identity/flux-tenants.yaml crd-edit-by-hook.json deployment-argocd-app-change.json
+  sends identity/olm-v1-operator.yaml crd-edit-by-hook.json crd-delete-by-hook.json
+  sends_not identity/olm-v1-operator.yaml configmap-tenant-delete-by-other.json
+  sends identity/helm-per-install.yaml configmap-release-edit-by-other-release.json clusterrole-helm-release-change.json
+  sends_not identity/helm-per-install.yaml configmap-tenant-edit-by-human.json
+  sends identity/argocd-impersonation.yaml deployment-argocd-app-change.json
+  sends identity/helm-per-install-stamp.yaml job-hook-create-by-release.json
+  sends_not identity/helm-per-install-stamp.yaml crd-create-ext-a.json crd-delete-by-hook.json configmap-tenant-create-own.json
 }
 
 @test "a manifest with invalid settings is refused" {

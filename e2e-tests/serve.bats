@@ -8,8 +8,21 @@ load common
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Policy ids and their settings files (e2e-tests/settings), as policies.yml names them.
-POLICIES=(olm:"" helm:helm.yaml handover:olm-handover.yaml strict:strict.json confined:olm-confined.yaml)
+# Policy ids and their settings files (e2e-tests/settings, or the settings of a preset in
+# deploy/identity/, written to the file's tmpdir), as policies.yml names them; `:mutate` lets
+# the policy mutate (allowedToMutate: true, a ClusterAdmissionPolicy with mutating: true).
+# `stamp-denied` is the stamping preset served as a validating policy: its patches are refused.
+POLICIES=(olm:"" helm:helm.yaml handover:olm-handover.yaml strict:strict.json confined:olm-confined.yaml
+  tenants:@flux-tenants.yaml operator:@olm-v1-operator.yaml stamp:@helm-per-install-stamp.yaml:mutate
+  stamp-denied:@helm-per-install-stamp.yaml)
+
+# settings_of FILE: the settings file of a POLICIES entry.
+settings_of() {
+  case "$1" in
+    @*) echo "$BATS_FILE_TMPDIR/${1#@}.json" ;;
+    *) echo "$SETTINGS/$1" ;;
+  esac
+}
 
 # start_backend NAME COMMAND...: in the background, without bats' descriptors; PID in NAME.pid.
 start_backend() {
@@ -28,19 +41,21 @@ wait_ready() {
 }
 
 setup_file() {
-  local policies="$BATS_FILE_TMPDIR/policies.yml" entry id file
+  local policies="$BATS_FILE_TMPDIR/policies.yml" entry id file preset mutate
   : >"$policies"
+  for preset in "$ROOT"/deploy/identity/*.yaml; do
+    "$POLICY_HOST" verify-manifest "$preset" "$POLICY" | jq .settings >"$BATS_FILE_TMPDIR/$(basename "$preset").json"
+  done
   for entry in "${POLICIES[@]}"; do
-    id="${entry%%:*}"
-    file="${entry#*:}"
+    IFS=: read -r id file mutate <<<"$entry"
     {
       echo "$id:"
       echo "  module: file://$POLICY"
-      echo "  allowedToMutate: false"
+      echo "  allowedToMutate: $([ "$mutate" = mutate ] && echo true || echo false)"
       if [ -n "$file" ]; then
         echo "  settings:"
         # YAML or JSON (which is YAML), nested under the key.
-        sed 's/^/    /' "$SETTINGS/$file"
+        sed 's/^/    /' "$(settings_of "$file")"
       fi
     } >>"$policies"
   done
@@ -80,22 +95,23 @@ as_review() {
 # review PORT ID REVIEW: the answer's response, normalised for comparison.
 review() {
   curl -sf -X POST -H 'Content-Type: application/json' --data-binary "@$3" "http://127.0.0.1:$1/validate/$2" |
-    jq -c '.response | {uid, allowed, code: .status.code, message: .status.message, warnings: (.warnings // [])}'
+    jq -c '.response | {uid, allowed, code: .status.code, message: .status.message, warnings: (.warnings // []), patchType, patch}'
 }
 
 @test "(policy-host serve) answers every fixture's AdmissionReview as policy-host run answers the request" {
-  local count=0 entry id file fixture expected got
+  local count=0 entry id file mutate fixture expected got
   for entry in "${POLICIES[@]}"; do
-    id="${entry%%:*}"
-    file="${entry#*:}"
+    IFS=: read -r id file mutate <<<"$entry"
+    # kwctl run lets every policy mutate; the one served without leave is compared apart.
+    [ "$id" != stamp-denied ] || continue
     for fixture in "$FIXTURES"/*.json; do
       count=$((count + 1))
       local settings=()
-      [ -z "$file" ] || settings=(-s "$SETTINGS/$file")
+      [ -z "$file" ] || settings=(-s "$(settings_of "$file")")
       local request
       request="$(as_review "$fixture")"
       expected="$("$POLICY_HOST" run -r "$request" "${settings[@]}" "$POLICY" |
-        jq -c '{uid, allowed, code: .status.code, message: .status.message, warnings: (.warnings // [])}')"
+        jq -c '{uid, allowed, code: .status.code, message: .status.message, warnings: (.warnings // []), patchType, patch}')"
       got="$(review "$SERVE_PORT" "$id" "$request")"
       [ "$got" = "$expected" ] || fail "$id $(basename "$fixture"): serve $got, run $expected"
     done
@@ -104,6 +120,20 @@ review() {
   # One log line per review, naming the policy and the verdict.
   assert_equal "$(wc -l <"$BATS_FILE_TMPDIR/requests.jsonl")" "$count"
   assert_equal "$(jq -s '[.[] | select(.policy == "olm" and .name == "widgets.example.com" and .verdict.code == 403)] | length > 0' "$BATS_FILE_TMPDIR/requests.jsonl")" true
+}
+
+@test "(policy-host serve) a stamping policy served as a validating one has its patch refused, as policy-server does" {
+  local request
+  request="$(as_review "$FIXTURES/job-hook-create-by-release.json")"
+  run review "$SERVE_PORT" stamp "$request"
+  assert_equal "$(jq -r '[.allowed, .patchType] | @tsv' <<<"$output")" "$(printf 'true\tJSONPatch')"
+  run review "$SERVE_PORT" stamp-denied "$request"
+  assert_equal "$(jq -r .allowed <<<"$output")" false
+  assert_equal "$(jq -r .message <<<"$output")" "Request rejected by policy stamp-denied. The policy attempted to mutate the request, but it is currently configured to not allow mutations."
+  assert_equal "$(jq -r '.patch // "none"' <<<"$output")" none
+  # A request it does not stamp goes through.
+  run review "$SERVE_PORT" stamp-denied "$(as_review "$FIXTURES/crd-create-ext-a.json")"
+  assert_equal "$(jq -r .allowed <<<"$output")" true
 }
 
 @test "(policy-host serve) an unknown policy id is 404, a GET is 405, a body that is not a review 400" {
