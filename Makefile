@@ -119,7 +119,8 @@ cluster-down:
 # Every rule through kubectl and the real API server, with the shipped manifests.
 cluster-e2e: annotated-policy.wasm $(HOST)
 	@./scripts/setup.sh test
-	trap './scripts/cluster.sh down' EXIT; ./scripts/cluster.sh up && bats e2e-tests/cluster/
+	trap './scripts/cluster.sh down' EXIT; ./scripts/cluster.sh up && bats e2e-tests/cluster/ && \
+		./scripts/cluster.sh up deploy/identity/*.yaml && bats e2e-tests/cluster-identity/
 
 # The race through real API servers: every scenario, write style and mode through one API
 # server, then again with the writers split between two on the same etcd, each with a

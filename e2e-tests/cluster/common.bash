@@ -55,3 +55,12 @@ configmap() {
 }
 
 label_of() { kubectl get "$1" "$2" ${3:+-n "$3"} -o json | jq -r --arg k "$4" '.metadata.labels[$k] // ""'; }
+
+# crd_manifest NAME OWNER [KIND]: a CRD owned by OWNER (a ClusterExtension unless KIND).
+crd_manifest() {
+  jq -n --arg n "$1" --arg owner "$2" --arg kind "${3:-ClusterExtension}" '{apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition", metadata: {name: $n, labels: {"olm.operatorframework.io/owner-kind": $kind,
+    "olm.operatorframework.io/owner-name": $owner}}, spec: {group: ($n | split(".")[1:] | join(".")), scope: "Namespaced",
+    names: {plural: ($n | split(".")[0]), kind: "Thing"}, versions: [{name: "v1", served: true, storage: true,
+    schema: {openAPIV3Schema: {type: "object"}}}]}}'
+}

@@ -25,13 +25,6 @@ EOF
   kubectl wait --for condition=Established --timeout 30s crd/gadgets.e2e.example.com
 }
 
-crd_manifest() {
-  jq -n --arg n "$1" --arg owner "$2" --arg kind "${3:-ClusterExtension}" '{apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition", metadata: {name: $n, labels: {"olm.operatorframework.io/owner-kind": $kind,
-    "olm.operatorframework.io/owner-name": $owner}}, spec: {group: ($n | split(".")[1:] | join(".")), scope: "Namespaced",
-    names: {plural: ($n | split(".")[0]), kind: "Thing"}, versions: [{name: "v1", served: true, storage: true,
-    schema: {openAPIV3Schema: {type: "object"}}}]}}'
-}
 
 @test "a second ClusterExtension relabelling a CRD is Forbidden, with the policy's message; the CRD keeps its owner" {
   local crd="things$BATS_TEST_NUMBER.e2e.example.com"
