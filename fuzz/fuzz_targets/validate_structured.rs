@@ -1,8 +1,10 @@
 //! Structure-aware AdmissionRequests: labels and annotations from a small alphabet so that
 //! owners, revisions and successors often collide, unrelated nesting, objects present or
-//! not, and now and then a malformation. The oracle is the reference model of the rules in
-//! `tests/support/model.rs`, written apart from the policy: every well-formed request gets
-//! exactly the model's decision, every malformed one is rejected, and every rejection says why.
+//! not, and now and then a malformation; and, with bindings, a writer in `userInfo` (before or
+//! after the operation). The oracle is the reference model of the rules in
+//! `tests/support/model.rs` and of the identity rules in `tests/support/identity_model.rs`,
+//! written apart from the policy: every well-formed request gets exactly the models' decision,
+//! every malformed one is rejected, and every rejection says why.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -12,6 +14,8 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
 use single_owner_policy::admission;
 
+#[path = "../../tests/support/identity_model.rs"]
+mod identity_model;
 #[path = "../../tests/support/model.rs"]
 mod model;
 
@@ -80,6 +84,9 @@ struct Input {
     adoption: bool,
     orphaning: bool,
     malformation: Malformation,
+    /// With bindings: the writer (an index into `identity_model::WRITERS`), and whether its
+    /// `userInfo` comes before the operation.
+    writer: Option<(u8, bool)>,
 }
 
 fn map(pairs: &[(u8, u8)], keys: &[&str]) -> BTreeMap<String, String> {
@@ -138,9 +145,26 @@ fuzz_target!(|input: Input| {
     } else {
         ""
     };
-    let settings = model::settings(input.adoption, input.orphaning);
+    let writer = input
+        .writer
+        .map(|(w, first)| (w as usize % identity_model::WRITERS.len(), first));
+    let settings = match writer {
+        Some(_) => identity_model::settings(input.adoption, input.orphaning),
+        None => model::settings(input.adoption, input.orphaning),
+    };
+    let user_info = writer.map_or(String::new(), |(w, _)| {
+        let (username, groups) = identity_model::WRITERS[w];
+        format!(
+            r#""userInfo":{},"#,
+            json!({"username": username, "groups": groups})
+        )
+    });
+    let (before, after) = match writer {
+        Some((_, true)) => (user_info.as_str(), ""),
+        _ => ("", user_info.as_str()),
+    };
     let payload = format!(
-        r#"{{"request":{{"uid":"u","operation":"{operation}",{namespace}"kind":{{"group":"","kind":"ConfigMap"}},"name":"o","object":{object},"oldObject":{old}}},"settings":{settings}}}"#
+        r#"{{"request":{{"uid":"u",{before}"operation":"{operation}",{after}{namespace}"kind":{{"group":"","kind":"ConfigMap"}},"name":"o","object":{object},"oldObject":{old}}},"settings":{settings}}}"#
     );
     // Each malformation edits the first `metadata` object, if there is one (objects may be
     // null); an edit that found nothing leaves a well-formed request.
@@ -174,6 +198,17 @@ fuzz_target!(|input: Input| {
     if !answer.accepted {
         assert!(answer.message.as_deref().is_some_and(|m| !m.is_empty()));
     }
+    // With bindings a DELETE's objects are read after all (what an edit broke in them may be
+    // seen or not, depending on which object it hit): any clean answer will do.
+    if ignored && writer.is_some() && matches!(input.operation, Operation::Delete) {
+        let code = answer.code;
+        assert!(
+            answer.accepted
+                || code == Some(admission::BAD_REQUEST)
+                || code == Some(admission::FORBIDDEN)
+        );
+        return;
+    }
     if malformed {
         assert!(!answer.accepted, "accepted malformed input: {edited}");
         assert_eq!(answer.code, Some(admission::BAD_REQUEST), "{edited}");
@@ -184,13 +219,25 @@ fuzz_target!(|input: Input| {
         return;
     }
     let (old, new) = (input.old.as_ref().map(meta), input.new.as_ref().map(meta));
-    let expected = model::accepts(
-        operation,
-        old.as_ref(),
-        new.as_ref(),
-        input.adoption,
-        input.orphaning,
-    );
+    // With bindings, a DELETE must carry its stored object.
+    let delete_without_old =
+        writer.is_some() && matches!(input.operation, Operation::Delete) && input.old.is_none();
+    let expected = !delete_without_old
+        && model::accepts(
+            operation,
+            old.as_ref(),
+            new.as_ref(),
+            input.adoption,
+            input.orphaning,
+        )
+        && writer.is_none_or(|(w, _)| {
+            let (old, new) = match input.operation {
+                Operation::Create => (None, new.as_ref()),
+                Operation::Delete => (old.as_ref(), None),
+                _ => (old.as_ref(), new.as_ref()),
+            };
+            identity_model::permits(operation, old, new, w)
+        });
     assert_eq!(
         answer.accepted, expected,
         "{payload} -> {:?}",
@@ -202,7 +249,8 @@ fuzz_target!(|input: Input| {
         let missing = match input.operation {
             Operation::Create => input.new.is_none(),
             Operation::Update => input.new.is_none() || input.old.is_none(),
-            Operation::Delete | Operation::Connect => false,
+            Operation::Delete => delete_without_old,
+            Operation::Connect => false,
         };
         let code = if missing {
             admission::BAD_REQUEST
