@@ -57,14 +57,39 @@ CASES = [("crd-2kb", BOTH), ("crd-managed", BOTH), ("delete", ("accept",)), ("co
 FRESH = [("crd-2kb", "accept"), ("crd-2kb", "reject"), ("crd-managed", "accept"), ("delete", "accept"),
          ("connect", "accept")]
 SMALL = ("crd-2kb", "crd-managed", "delete", "connect")
+# The identity rules and stamping: (row, request, settings, accepted, stamped). The requests'
+# writer is operator-controller's account; the OLM v1 owner keys are the default ones.
+OPERATOR = ["olmv1-system/operator-controller"]
+OLM_KIND, OLM_NAME = "olm.operatorframework.io/owner-kind", "olm.operatorframework.io/owner-name"
+BOUND = {"bindings": [{"writers": {"serviceAccounts": OPERATOR}, "owner": {OLM_KIND: "ClusterExtension"}}]}
+IDENTITY = [
+    ("no bindings (today's rules)", "crd-2kb-accept", {}, True, False),
+    ("bindings that cover no owner here", "crd-2kb-accept",
+     {"bindings": [{"writers": {"users": ["ci"]}, "owner": {OLM_NAME: "other"}}]}, True, False),
+    ("a bound writer", "crd-2kb-accept", BOUND, True, False),
+    ("an unbound writer (refused)", "crd-2kb-accept",
+     {"bindings": [{"writers": {"serviceAccounts": ["other/deployer"]}, "owner": {OLM_KIND: "ClusterExtension"}}]},
+     False, False),
+    ("DELETE, no bindings", "delete-accept", {}, True, False),
+    ("DELETE, a bound writer (the stored object read)", "delete-accept", BOUND, True, False),
+    ("2 KB CREATE, not stamping", "crd-2kb-create", {}, True, False),
+    ("2 KB CREATE, stamped", "crd-2kb-create",
+     {"stamp": True, "bindings": [{"writers": {"serviceAccounts": OPERATOR},
+                                   "owner": {OLM_KIND: "ClusterExtension", OLM_NAME: "ext-a"}}]}, True, True),
+    ("1 MB CREATE, not stamping", "configmap-1mb-create", {}, True, False),
+    ("1 MB CREATE, stamped", "configmap-1mb-create",
+     {"stamp": True, "bindings": [{"writers": {"serviceAccounts": OPERATOR},
+                                   "owner": {OLM_KIND: "ClusterExtension", OLM_NAME: "ext-a"}}]}, True, True),
+]
 LARGE = ("crd-prometheus", "crd-synthetic-1mb", "crd-synthetic-4mb", "configmap-1mb", "configmap-4mb")
 
 
-def bench(module, request, args, end_to_end=False, fresh_instance=False):
+def bench(module, request, args, end_to_end=False, fresh_instance=False, settings=None):
     """The report, or None when the module cannot evaluate the request (a guest error)."""
     run = subprocess.run(
         [str(HOST), "bench", "--json"] + (["--end-to-end"] if end_to_end else [])
-        + (["--fresh-instance"] if fresh_instance else []) + [
+        + (["--fresh-instance"] if fresh_instance else [])
+        + (["--settings-json", json.dumps(settings)] if settings is not None else []) + [
             "-r", str(request), "--warm-up-time", str(args.warm_up),
             "--measurement-time", str(args.measurement), "--num-samples", str(args.samples), str(module)],
         capture_output=True, text=True)
@@ -167,6 +192,18 @@ def main():
         p, n = (bench(MODULES[m], path, args, fresh_instance=True) for m in ("policy", "null"))
         say(f"| {case} | {outcome} | {p['median_ns'] / 1000:,.1f} | {n['median_ns'] / 1000:,.1f} "
               f"| {p['median_ns'] / n['median_ns']:.2f}x |")
+
+    say("\nThe identity rules and stamping (policy.wasm, one instance; the settings of each row "
+        "in bench/run.py's IDENTITY):\n")
+    say("| case | request | policy µs | null µs | policy/null |")
+    say("|---|---|---|---|---|")
+    for label, name, settings, accepted, stamped in IDENTITY:
+        path = requests / f"{name}.json"
+        p = bench(MODULES["policy"], path, args, settings=settings)
+        n = bench(MODULES["null"], path, args)
+        assert p["accepted"] == accepted and p["mutated"] == stamped, f"{label}: {p}"
+        say(f"| {label} | {name} | {p['median_ns'] / 1000:,.1f} | {n['median_ns'] / 1000:,.1f} "
+            f"| {p['median_ns'] / n['median_ns']:.2f}x |")
 
     def med(case, outcome="reject", module="policy"):
         return results[(case, outcome)][module]["median_ns"]

@@ -26,6 +26,10 @@ rows() {
     case "$settings" in
       "") ;;
       "{"*) args+=(--settings-json "$settings") ;;
+      identity/*)
+        # A preset's settings, as the ClusterAdmissionPolicy carries them.
+        "$POLICY_HOST" verify-manifest "$ROOT/deploy/$settings" "$POLICY" | jq .settings >"$BATS_TEST_TMPDIR/preset.json"
+        args+=(-s "$BATS_TEST_TMPDIR/preset.json") ;;
       *) args+=(-s "$SETTINGS/$settings") ;;
     esac
     [ -f "$FIXTURES/$fixture" ] || { echo "FAIL row $count: no fixture '$fixture'" >&3; failures=$((failures + 1)); continue; }
@@ -67,7 +71,8 @@ rows() {
     'has no owner, and this UPDATE would give it the owner' 'but orphaning is disabled' \
     'is not a cluster-scoped owner kind' 'is owned by a namespaced owner' 'adopted by owner' \
     'orphaned: it no longer has owner' 'handed over from owner' 'cannot be read' 'unknown operation' \
-    'Provided settings are not valid'; do
+    'Provided settings are not valid' 'may not create it: only writers bound to owner' \
+    'may not change it: only writers bound to owner' 'may not delete it'; do
     grep -qF -- "$phrase" <<<"$table" || fail "no row for '$phrase'"
   done
   # And the rules give no refusal or warning beyond those: one per Transition that is not an

@@ -150,6 +150,16 @@ def request(kind, group, obj, old, namespace=None):
     return r
 
 
+def creates():
+    """CREATEs of unowned objects by operator-controller's account: what the stamping policy
+    stamps (bench/run.py's identity table), a 2 KB CRD and a 1 MB ConfigMap."""
+    for name, kind, group, obj, ns in (("crd-2kb", "CustomResourceDefinition", "apiextensions.k8s.io", small_crd(), None),
+                                       ("configmap-1mb", "ConfigMap", "", configmap(500_000), "widgets")):
+        r = request(kind, group, obj, None, ns)
+        r["operation"] = "CREATE"
+        yield name, r
+
+
 def cases():
     yield "crd-2kb", pair("CustomResourceDefinition", "apiextensions.k8s.io", small_crd())
     yield "crd-managed", pair("CustomResourceDefinition", "apiextensions.k8s.io", managed(small_crd()))
@@ -175,6 +185,8 @@ def main():
     for name, pair_ in cases():
         for outcome, req in pair_.items():
             (out / f"{name}-{outcome}.json").write_text(json.dumps(req, separators=(",", ":")))
+    for name, req in creates():
+        (out / f"{name}-create.json").write_text(json.dumps(req, separators=(",", ":")))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ pub struct BenchReport {
     pub median_ns: f64,
     pub p99_ns: f64,
     pub accepted: bool,
+    /// Whether the answer carries a mutated object (the stamping policy).
+    pub mutated: bool,
     pub payload_bytes: usize,
     pub memory_bytes: usize,
 }
@@ -77,9 +79,9 @@ pub fn bench(
 ) -> Result<BenchReport> {
     ensure!(num_samples > 0, "--num-samples must be at least 1");
     let answer = evaluate(policy, instance, payload, scope)?;
-    let accepted = serde_json::from_slice::<ValidationResponse>(&answer)
-        .context("validate returned an unreadable answer")?
-        .accepted;
+    let first = serde_json::from_slice::<ValidationResponse>(&answer)
+        .context("validate returned an unreadable answer")?;
+    let (accepted, mutated) = (first.accepted, first.mutated_object.is_some());
     // Warm up, and learn how long one evaluation takes.
     let start = Instant::now();
     let mut warm_iterations = 0u64;
@@ -108,6 +110,7 @@ pub fn bench(
         median_ns: at(0.5),
         p99_ns: at(0.99),
         accepted,
+        mutated,
         payload_bytes: payload.len(),
         memory_bytes: policy.memory_bytes(),
     })
