@@ -289,12 +289,7 @@ impl<'a> Reader<'a> {
             return Ok(());
         }
         loop {
-            if self.peek() != Some(b'"') {
-                return Err(match self.peek() {
-                    None => self.eof(),
-                    Some(_) => self.error(format!("expected a string key in {what}")),
-                });
-            }
+            self.expect_key(what)?;
             let at = self.pos;
             let escaped = self.skip_string_span()?;
             let key = Key {
@@ -304,15 +299,37 @@ impl<'a> Reader<'a> {
             };
             self.eat(b':', "':' after an object key")?;
             field(self, key)?;
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some(_) => return Err(self.error(format!("expected ',' or '}}' in {what}"))),
-                None => return Err(self.eof()),
+            if !self.next_entry(what)? {
+                return Ok(());
             }
+        }
+    }
+
+    /// The next byte must open an object's key.
+    #[inline(always)]
+    fn expect_key(&mut self, what: &str) -> Result<()> {
+        match self.peek() {
+            Some(b'"') => Ok(()),
+            None => Err(self.eof()),
+            Some(_) => Err(self.error(format!("expected a string key in {what}"))),
+        }
+    }
+
+    /// After an entry's value: whether another entry follows (its `,` is consumed), or the
+    /// object ends (its `}` is consumed).
+    #[inline(always)]
+    fn next_entry(&mut self, what: &str) -> Result<bool> {
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(b'}') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(_) => Err(self.error(format!("expected ',' or '}}' in {what}"))),
+            None => Err(self.eof()),
         }
     }
 
@@ -324,26 +341,13 @@ impl<'a> Reader<'a> {
         what: &str,
         mut field: impl FnMut(&mut Self, &[u8]) -> Result<()>,
     ) -> Result<()> {
-        loop {
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some(_) => return Err(self.error(format!("expected ',' or '}}' in {what}"))),
-                None => return Err(self.eof()),
-            }
-            if self.peek() != Some(b'"') {
-                return Err(match self.peek() {
-                    None => self.eof(),
-                    Some(_) => self.error(format!("expected a string key in {what}")),
-                });
-            }
+        while self.next_entry(what)? {
+            self.expect_key(what)?;
             let key = self.string()?;
             self.eat(b':', "':' after an object key")?;
             field(self, key.as_bytes())?;
         }
+        Ok(())
     }
 
     /// Reads an array, calling `item` with the reader at each element; `item` must consume
