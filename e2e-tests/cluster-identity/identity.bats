@@ -58,6 +58,17 @@ tenant_cm() {
   assert_equal "$(label_of configmap "$cm" shop tier)" web
 }
 
+@test "Flux tenants: claiming another tenant's groups does not make a service account that tenant's" {
+  local cm
+  cm="$(name cm)"
+  as_token "$SHOP_TOKEN" apply -f - <<<"$(tenant_cm "$cm" shop shop)"
+  assert_success
+  # The binding takes the namespace from the service account's username, not from its groups.
+  run --separate-stderr kubectl label configmap "$cm" -n shop tier=db --as system:serviceaccount:billing:reconciler \
+    --as-group system:serviceaccounts --as-group system:serviceaccounts:shop
+  assert_forbidden "$FLUX_WEBHOOK" "service account billing/reconciler may not change it"
+}
+
 @test "Flux tenants: an object carrying another tenant's labels cannot be created (forging), and is not" {
   local cm
   cm="$(name cm)"
