@@ -74,6 +74,36 @@ case("delete-truncated-after-operation", "validate", '{"request":{"uid":"h","ope
 case("delete-unbalanced-after-operation", "validate", '{"request":{"operation":"DELETE","oldObject":{"a":[]]},"settings":{}}', "reject", "mismatched brackets")
 case("delete-invalid-settings", "validate", req(old=obj(), operation="DELETE", settings='{"ownerLabels":[]}'), "reject", "the policy settings are not valid: no owner keys", code="null")
 case("delete-operation-after-objects", "validate", '{"request":{"uid":"h","oldObject":{"metadata":"o"},"operation":"DELETE"},"settings":{}}', "reject", "metadata must be a JSON object, not a string")
+# With bindings, who writes is read when a binding covers the owner (and only then), and a
+# DELETE's fields after its operation are read too.
+BOUND = ('{"bindings":[{"writers":{"serviceAccounts":["olmv1-system/operator-controller"]},'
+         f'"owner":{{"{KIND}":"ClusterExtension"}}}}]}}')
+
+
+def user(info):
+    return f',"userInfo":{info}'
+
+
+owned = obj(owner("a"))
+case("userinfo-not-object", "validate", req(owned, owned, settings=BOUND, extra=user("7")), "reject", "request.userInfo must be a JSON object, not a number")
+case("userinfo-username-number", "validate", req(owned, owned, settings=BOUND, extra=user('{"username":7}')), "reject", "request.userInfo.username must be a string, not a number")
+case("userinfo-groups-string", "validate", req(owned, owned, settings=BOUND, extra=user('{"username":"a","groups":"ops"}')), "reject", "request.userInfo.groups must be a JSON array, not a string")
+case("userinfo-group-number", "validate", req(owned, owned, settings=BOUND, extra=user('{"username":"a","groups":["ops",1]}')), "reject", "each of request.userInfo.groups must be a string, not a number")
+case("userinfo-duplicate-username", "validate", req(owned, owned, settings=BOUND, extra=user('{"username":"system:serviceaccount:olmv1-system:operator-controller","username":"x"}')), "reject", "duplicate field `username`")
+case("userinfo-missing-is-anonymous", "validate", req(owned, owned, settings=BOUND), "reject", "an anonymous writer may not change it", code=403)
+case("userinfo-bound", "validate", req(owned, owned, settings=BOUND, extra=user('{"username":"system:serviceaccount:olmv1-system:operator-controller","groups":null}')), "accept")
+case("userinfo-unread-when-uncovered", "validate", req(obj(), obj(), settings=BOUND, extra=user('{"username":7,"groups":"x"}')), "accept")
+case("delete-bindings-grammar-after-operation", "validate", '{"request":{"uid":"h","operation":"DELETE","dryRun" false,"oldObject":{}},"settings":' + BOUND + '}', "reject", "expected ':' after an object key")
+case("delete-bindings-old-object-number", "validate", '{"request":{"uid":"h","operation":"DELETE","userInfo":{"a" 1},"oldObject":7},"settings":' + BOUND + '}', "reject", "request.oldObject must be a JSON object, not a number")
+case("delete-bindings-field-twice", "validate", '{"request":{"userInfo":{},"operation":"DELETE","userInfo":{},"oldObject":null},"settings":' + BOUND + '}', "reject", "duplicate field `userInfo`")
+case("delete-bindings-no-old-object", "validate", req(operation="DELETE", settings=BOUND), "reject", "request.oldObject is missing or null, but every DELETE request carries it")
+case("delete-bindings-unbound", "validate", req(old=owned, operation="DELETE", settings=BOUND, extra=user('{"username":"alice"}')), "reject", 'user "alice" may not delete it', code=403)
+STAMP = ('{"stamp":true,"bindings":[{"writers":{"users":["ci"]},'
+         f'"owner":{{"{KIND}":"ClusterExtension","{NAME}":"a"}}}}]}}')
+case("stamp-metadata-null", "validate", req('{"kind":"ConfigMap","metadata":null}', operation="CREATE", settings=STAMP, extra=user('{"username":"ci"}')), "accept")
+case("stamp-escaped-keys", "validate", req('{"metadata":{"labels":{"\\u0061pp":"x\\"y"}}}', operation="CREATE", settings=STAMP, extra=user('{"username":"ci"}')), "accept")
+case("stamp-labels-number", "validate", req('{"metadata":{"labels":{"app":1}}}', operation="CREATE", settings=STAMP, extra=user('{"username":"ci"}')), "reject", 'metadata.labels "app" must be a string, not a number')
+
 # Duplicate keys: the last value must not win silently.
 dup_owner = f'{{"{NAME}":"a","{NAME}":"b"}}'
 case("duplicate-owner-label", "validate", req(obj(dup_owner), obj(owner("a"))), "reject", f'metadata.labels has the key "{NAME}" more than once')
