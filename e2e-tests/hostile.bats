@@ -74,12 +74,20 @@ setup_file() {
 }
 
 @test "no state leaks across 100,000 evaluations on one instance, memory stays flat" {
+  # With the identity and stamping presets' settings too: a bound, an unbound and an exempt
+  # writer, a DELETE read through, and stamped objects.
+  local olm_operator stamp
+  olm_operator="$("$POLICY_HOST" verify-manifest "$ROOT/deploy/identity/olm-v1-operator.yaml" "$POLICY" | jq -c .settings)"
+  stamp="$("$POLICY_HOST" verify-manifest "$ROOT/deploy/identity/helm-per-install-stamp.yaml" "$POLICY" | jq -c .settings)"
   run --separate-stderr "$POLICY_HOST" soak -n 100000 \
     -r "$FIXTURES/crd-owner-change.json" -r "$FIXTURES/crd-same-owner-update.json" \
     -r "$FIXTURES/crd-adopt.json" -r "$FIXTURES/crd-orphan.json" \
     -r "$FIXTURES/malformed-labels-not-a-map.json" -r "$FIXTURES/clusterrole-helm-release-change.json" \
+    -r "$FIXTURES/crd-edit-by-hook.json" -r "$FIXTURES/crd-delete-by-hook.json" \
+    -r "$FIXTURES/job-hook-create-by-release.json" \
     --settings-json '{}' --settings-json '{"allowAdoption": false, "allowOrphaning": false}' \
     --settings-json '{"ownerLabels": [], "ownerAnnotations": ["meta.helm.sh/release-name"], "ownerKindLabel": ""}' \
+    --settings-json "$olm_operator" --settings-json "$stamp" \
     "$POLICY"
   assert_success
   echo "$output" >&3
