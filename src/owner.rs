@@ -305,21 +305,34 @@ fn evaluate(request: &Request, payload: &Payload, rules: &Rules) -> Verdict {
     if !identity_rules || !matches!(verdict, Verdict::Accept { .. }) {
         return verdict;
     }
-    // The write keeps to the label rules; now who makes it. The owner the writer must be
-    // bound to: the stored one while it stays or goes, the new one when it comes.
-    let (old_owner, new_owner) = (old.as_ref().map(Marks::owner), new.owner());
+    // The write keeps to the label rules; now who makes it.
+    match judge_writer(request, payload, rules, &subject, old.as_ref(), &new) {
+        Ok(()) => verdict,
+        Err(refusal) => refusal,
+    }
+}
+
+/// The identity rules of a CREATE or UPDATE the label rules accept. The owner the writer must
+/// be bound to: the stored one while it stays or goes, the new one when it comes (a CREATE,
+/// an adoption, a handover).
+fn judge_writer(
+    request: &Request,
+    payload: &Payload,
+    rules: &Rules,
+    subject: &Subject,
+    old: Option<&Marks>,
+    new: &Marks,
+) -> Result<(), Verdict> {
+    let (old_owner, new_owner) = (old.map(Marks::owner), new.owner());
     let (act, owner) = match old_owner.filter(Owner::is_some) {
-        None if !new_owner.is_some() => return verdict,
+        None if !new_owner.is_some() => return Ok(()),
         None if old.is_none() => (Act::Create, new_owner),
         None => (Act::Adopt, new_owner),
         Some(old_owner) if !new_owner.is_some() => (Act::Release, old_owner),
         Some(old_owner) if old_owner == new_owner => (Act::Change, old_owner),
         Some(_) => (Act::TakeOver, new_owner),
     };
-    match check_writer(request, payload, rules, &subject, act, &owner) {
-        Ok(()) => verdict,
-        Err(refusal) => refusal,
-    }
+    check_writer(request, payload, rules, subject, act, &owner)
 }
 
 /// What a write does, for the identity rules' messages.
