@@ -44,9 +44,18 @@ impl Writer<'_> {
     /// `(namespace, name)` when the writer is a service account.
     pub fn service_account(&self) -> Option<(&str, &str)> {
         let rest = self.username().strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
-        rest.split_once(':')
-            .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains(':'))
+        let (namespace, name) = split_at_byte(rest, b':')?;
+        let valid = !namespace.is_empty() && !name.is_empty() && !name.bytes().any(|b| b == b':');
+        valid.then_some((namespace, name))
     }
+}
+
+/// `s` split at the first `byte` (ASCII), without it. A loop over the bytes, not
+/// `str::split_once`, whose searcher costs kilobytes of module.
+pub fn split_at_byte(s: &str, byte: u8) -> Option<(&str, &str)> {
+    let at = s.bytes().position(|b| b == byte)?;
+    // An ASCII byte is a character boundary on both sides.
+    Some((s.get(..at)?, s.get(at + 1..)?))
 }
 
 /// Whether `writer` is one of `writers`.
@@ -63,7 +72,7 @@ pub fn is_one_of(writers: &Writers, writer: &Writer) -> bool {
         return false;
     };
     writers.service_accounts.iter().any(|sa| {
-        sa.split_once('/')
+        split_at_byte(sa, b'/')
             .is_some_and(|(ns, n)| (ns == "*" || ns == namespace) && (n == "*" || n == name))
     })
 }
@@ -97,13 +106,13 @@ impl Pattern {
             Some(body) => (body, true),
             None => (value, false),
         };
-        if body.contains('*') {
+        if body.bytes().any(|b| b == b'*') {
             return Err("'*' may only end a value (\"team-a-*\")".into());
         }
         let mut pieces = Vec::new();
         let mut rest = body;
         while !rest.is_empty() {
-            match rest.find(['{', '}']) {
+            match rest.bytes().position(|b| b == b'{' || b == b'}') {
                 Some(0) => {
                     let Some((piece, after)) = PLACEHOLDERS
                         .iter()
@@ -119,8 +128,10 @@ impl Pattern {
                     rest = after;
                 }
                 Some(at) => {
-                    pieces.push(Piece::Text(rest[..at].to_string()));
-                    rest = &rest[at..];
+                    // `at` is an ASCII byte's position: a character boundary.
+                    let (text, after) = (rest.get(..at), rest.get(at..));
+                    pieces.push(Piece::Text(text.unwrap_or_default().to_string()));
+                    rest = after.unwrap_or_default();
                 }
                 None => {
                     pieces.push(Piece::Text(rest.to_string()));
@@ -300,8 +311,6 @@ impl Bindings {
         if is_one_of(&self.exempt, writer) {
             return None;
         }
-        // Bindings list their keys in key order (a map), so two that name the same owner
-        // give equal lists.
         let mut stamp: Option<Vec<(usize, String)>> = None;
         for bound in self.bound.iter().filter(|b| is_one_of(&b.writers, writer)) {
             if bound.owner.len() != self.owner_keys {
@@ -314,8 +323,13 @@ impl Bindings {
                 }
                 values.push((*slot, pattern.resolve(writer)?));
             }
+            // Two bindings that name the same owner may list its keys in any order.
             match &stamp {
-                Some(other) if *other != values => return None,
+                Some(other)
+                    if other.len() != values.len() || !values.iter().all(|v| other.contains(v)) =>
+                {
+                    return None;
+                }
                 _ => stamp = Some(values),
             }
         }
@@ -372,7 +386,11 @@ impl Part for Allowed<'_> {
                 text(out, what);
                 text(out, &list.join(" "));
             }
-            if binding.owner.values().any(|v| v.contains('{')) {
+            if binding
+                .owner
+                .iter()
+                .any(|(_, v)| v.bytes().any(|b| b == b'{'))
+            {
                 text(out, ", where ");
                 for (k, (key, value)) in binding.owner.iter().enumerate() {
                     text(out, if k == 0 { "" } else { "," });

@@ -4,7 +4,6 @@
 //! rather than ignored: a typo such as `ownerLabel` would otherwise silently leave
 //! the defaults in force and protect the wrong keys.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -80,7 +79,47 @@ pub struct Binding {
     /// Owner keys and their values; a key not listed may have any value. A value may end in
     /// `*` (any rest) and take parts of the writer's identity: `{serviceAccount.namespace}`,
     /// `{serviceAccount.name}`, `{username}`.
-    pub owner: BTreeMap<String, String>,
+    pub owner: OwnerValues,
+}
+
+/// A binding's owner keys and values, in the order written. A key given twice is refused:
+/// with a duplicate, the last value must not win silently.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnerValues(pub Vec<(String, String)>);
+
+impl OwnerValues {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl<'de> Deserialize<'de> for OwnerValues {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct PairsVisitor;
+        impl<'de> Visitor<'de> for PairsVisitor {
+            type Value = OwnerValues;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of owner keys to values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OwnerValues, A::Error> {
+                let mut pairs: Vec<(String, String)> = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, String>()? {
+                    if pairs.iter().any(|(k, _)| *k == key) {
+                        return Err(serde::de::Error::custom(format!(
+                            "the owner key {key:?} is given twice in a binding"
+                        )));
+                    }
+                    pairs.push((key, value));
+                }
+                Ok(OwnerValues(pairs))
+            }
+        }
+        d.deserialize_map(PairsVisitor)
+    }
 }
 
 impl Default for Settings {
@@ -201,7 +240,7 @@ impl Settings {
                      on no key would cover every owned object)"
                 ));
             }
-            for (key, value) in &binding.owner {
+            for (key, value) in binding.owner.iter() {
                 if !self.owner_keys().any(|k| k == key) {
                     return Err(format!(
                         "{at}.owner {key:?} is not an owner key: bind owner keys only ({})",
@@ -286,7 +325,7 @@ impl Writers {
             }
         }
         for (i, sa) in self.service_accounts.iter().enumerate() {
-            let Some((namespace, name)) = sa.split_once('/') else {
+            let Some((namespace, name)) = crate::identity::split_at_byte(sa, b'/') else {
                 return Err(format!(
                     "{at}.serviceAccounts[{i}] {sa:?} is not namespace/name (e.g. \
                      \"team-a/deployer\", \"team-a/*\" or \"*/flux-reconciler\")"

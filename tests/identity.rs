@@ -351,6 +351,21 @@ fn malformed_bindings_are_refused(#[case] bindings: Value, #[case] expected: &st
 }
 
 #[test]
+fn an_owner_key_given_twice_in_a_binding_is_refused() {
+    let settings = format!(
+        r#"{{"ownerLabels":["{FLUX_NAME}","{FLUX_NS}"],"bindings":[{{"writers":{{"users":["a"]}},"owner":{{"{FLUX_NS}":"x","{FLUX_NS}":"y"}}}}]}}"#
+    );
+    let answer = admission::validate_settings(settings.as_bytes());
+    let message = answer.message.unwrap();
+    assert!(
+        message.contains(&format!(
+            "the owner key {FLUX_NS:?} is given twice in a binding"
+        )),
+        "{message}"
+    );
+}
+
+#[test]
 fn stamping_without_bindings_is_refused() {
     let answer = admission::validate_settings(br#"{"stamp":true}"#);
     assert!(
