@@ -176,3 +176,12 @@ sends_not() {
   assert_failure
   [[ "$stderr" == *'spec.settings are not valid: ownerKindLabel "bad key"'* ]] || fail "$stderr"
 }
+
+@test "README's binding example is the Flux tenants preset's settings, and valid" {
+  sed -n '/^```yaml$/,/^```$/p' "$ROOT/README.md" | sed '1d;$d' |
+    python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)["settings"], sort_keys=True))' \
+      >"$BATS_TEST_TMPDIR/readme.json"
+  run --separate-stderr "$POLICY_HOST" verify-manifest "$ROOT/deploy/identity/flux-tenants.yaml" "$POLICY"
+  assert_success
+  assert_equal "$(jq -S -c . "$BATS_TEST_TMPDIR/readme.json")" "$(jq -S -c .settings <<<"$output")"
+}
