@@ -47,6 +47,30 @@ flux() { evaluate "$1" --settings-json "$SETTINGS_flux_tenants"; }
   assert_quiet_accept
 }
 
+# variant FIXTURE JQ: the fixture edited by a jq program, as a file.
+variant() {
+  jq "$2" "$FIXTURES/$1" >"$BATS_TEST_TMPDIR/variant.json"
+  echo "$BATS_TEST_TMPDIR/variant.json"
+}
+
+@test "Flux tenants: adopting an unowned object, or releasing an owned one, takes the owner's account" {
+  local adopt release
+  adopt="$(variant configmap-tenant-edit-own.json 'del(.oldObject.metadata.labels)')"
+  flux "$adopt"
+  assert_accepted
+  assert_warning_contains 'adopted by owner [kustomize.toolkit.fluxcd.io/name=apps, kustomize.toolkit.fluxcd.io/namespace=shop]'
+  flux "$(variant configmap-tenant-edit-by-other.json 'del(.oldObject.metadata.labels)')"
+  assert_rejected
+  assert_message_contains 'service account billing/reconciler may not adopt it'
+  release="$(variant configmap-tenant-edit-by-other.json 'del(.object.metadata.labels)')"
+  flux "$release"
+  assert_rejected
+  assert_message_contains 'service account billing/reconciler may not release it (remove its owner keys)'
+  flux "$(variant configmap-tenant-edit-own.json 'del(.object.metadata.labels)')"
+  assert_accepted
+  assert_warning_contains 'orphaned: it no longer has owner'
+}
+
 @test "OLM v1: operator-controller writes an extension's CRD; a hook's account can neither change nor delete it" {
   evaluate crd-same-owner-update.json --settings-json "$SETTINGS_olm_v1_operator"
   assert_quiet_accept
