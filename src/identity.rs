@@ -11,30 +11,15 @@
 //! The settings' side (`settings::Binding`) is what users write; `Bindings` is the same,
 //! worked out once per policy instance: owner keys as slots, values as `Pattern`s.
 
-use crate::json::Str;
 use crate::message::{Part, Quoted, text};
 use crate::owner::Owner;
-use crate::request::UserInfo;
 use crate::settings::{Settings, Writers};
+
+/// Who makes a request: its `userInfo`, as `request` reads it.
+pub use crate::request::UserInfo as Writer;
 
 /// The prefix of a service account's username.
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-
-/// Who makes a request.
-#[derive(Debug, Default)]
-pub struct Writer<'a> {
-    pub username: Option<Str<'a>>,
-    pub groups: Vec<Str<'a>>,
-}
-
-impl<'a> From<UserInfo<'a>> for Writer<'a> {
-    fn from(info: UserInfo<'a>) -> Self {
-        Writer {
-            username: info.username,
-            groups: info.groups,
-        }
-    }
-}
 
 impl Writer<'_> {
     pub fn username(&self) -> &str {
@@ -240,11 +225,9 @@ pub struct Bindings {
     owner_keys: usize,
 }
 
-/// What the identity rules say of one writer and one owner.
+/// What the identity rules say of one writer and an owner some binding covers.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Permit {
-    /// No binding covers the owner: only the label rules apply.
-    Uncovered,
     Bound,
     Exempt,
     /// Bindings cover the owner, and none binds the writer to it: these ones may.
@@ -286,12 +269,10 @@ impl Bindings {
         owner.is_some() && self.bound.iter().any(|b| b.covers(owner))
     }
 
-    /// Whether `writer` may write the objects of `owner` (callers read the writer only when
-    /// `covers` says a binding covers the owner).
+    /// Whether `writer` may write the objects of `owner`, an owner `covers` says a binding
+    /// covers (callers read the writer only then).
     pub fn permit(&self, owner: &Owner, writer: &Writer) -> Permit {
-        if !self.covers(owner) {
-            Permit::Uncovered
-        } else if self.bound.iter().any(|b| b.binds(writer, owner)) {
+        if self.bound.iter().any(|b| b.binds(writer, owner)) {
             Permit::Bound
         } else if is_one_of(&self.exempt, writer) {
             Permit::Exempt
@@ -407,6 +388,7 @@ impl Part for Allowed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::Str;
     use rstest::rstest;
 
     fn writer<'a>(username: &'a str, groups: &[&'a str]) -> Writer<'a> {

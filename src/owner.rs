@@ -8,7 +8,7 @@
 //! attempt, so two reconcilers can never both take the same object, and a stale replica of
 //! the same owner can never write over a newer revision.
 
-use crate::identity::{Allowed, Bindings, Permit, Writer, WriterName};
+use crate::identity::{Allowed, Bindings, Permit, WriterName};
 use crate::json::Str;
 use crate::message::{Part, Quoted, message, text};
 use crate::request::{Metadata, Object, Payload, Request, Wanted};
@@ -373,22 +373,14 @@ fn check_writer(
     act: Act,
     owner: &Owner,
 ) -> Result<(), Verdict> {
-    if request
-        .sub_resource
-        .as_deref()
-        .is_some_and(|s| !s.is_empty())
-    {
+    if request.sub_resource().is_some() || !rules.bindings.covers(owner) {
         return Ok(());
     }
-    if !rules.bindings.covers(owner) {
-        return Ok(());
-    }
-    let writer = match payload.user_info(request) {
-        Ok(info) => Writer::from(info),
-        Err(message) => return Err(Verdict::Unreadable { message }),
-    };
+    let writer = payload
+        .user_info(request)
+        .map_err(|message| Verdict::Unreadable { message })?;
     let covering = match rules.bindings.permit(owner, &writer) {
-        Permit::Uncovered | Permit::Bound | Permit::Exempt => return Ok(()),
+        Permit::Bound | Permit::Exempt => return Ok(()),
         Permit::Refused { covering } => covering,
     };
     let settings = &rules.settings;
@@ -450,15 +442,11 @@ fn stamp(
     new: &Marks,
     old: Option<&Marks>,
 ) -> Verdict {
-    let subresource = request
-        .sub_resource
-        .as_deref()
-        .is_some_and(|s| !s.is_empty());
-    if subresource || old.is_some_and(|old| old.owner().is_some()) {
+    if request.sub_resource().is_some() || old.is_some_and(|old| old.owner().is_some()) {
         return Verdict::accept();
     }
     let writer = match payload.user_info(request) {
-        Ok(info) => Writer::from(info),
+        Ok(writer) => writer,
         Err(message) => return Verdict::Unreadable { message },
     };
     let Some(values) = rules.bindings.stamp(&writer) else {
@@ -819,7 +807,7 @@ impl Part for Subject<'_, '_> {
             text(out, " in namespace ");
             Quoted(r.namespace()).write_to(out);
         }
-        if let Some(sub) = r.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+        if let Some(sub) = r.sub_resource() {
             text(out, " (subresource ");
             text(out, sub);
             text(out, ")");

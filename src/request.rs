@@ -58,7 +58,8 @@ pub struct Request<'a> {
     seen: Seen,
 }
 
-/// Who makes the request, from its `userInfo`.
+/// Who makes the request, from its `userInfo` (the identity rules call it the writer, see
+/// `identity`).
 #[derive(Debug, Default)]
 pub struct UserInfo<'a> {
     pub username: Option<Str<'a>>,
@@ -416,13 +417,6 @@ impl<'a> Payload<'a> {
         Ok(full)
     }
 
-    /// The bytes of an object, as sent.
-    pub fn object_bytes(&self, object: &Object) -> &'a [u8] {
-        self.input
-            .get(object.span.0..object.span.1)
-            .unwrap_or_default()
-    }
-
     /// Reads an object's metadata: its name and namespace, and into `values` the values of
     /// the `wanted` labels and annotations. Only the rules of CREATE and UPDATE need it. An
     /// object without metadata has none of it.
@@ -501,6 +495,11 @@ impl Request<'_> {
             k.group.as_deref().unwrap_or("").is_empty() && k.kind.as_deref() == Some("Namespace")
         });
         self.namespace().is_empty() || core_namespace
+    }
+
+    /// The subresource written (`status`, `scale`), if any.
+    pub fn sub_resource(&self) -> Option<&str> {
+        self.sub_resource.as_deref().filter(|s| !s.is_empty())
     }
 
     /// The request's name of the object (empty for a CREATE with `generateName`).
