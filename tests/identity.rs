@@ -408,11 +408,36 @@ fn stamped(
     let payload = format!(
         r#"{{"request":{{"operation":"{operation}","namespace":"apps","name":"cm","kind":{{"kind":"ConfigMap"}},"userInfo":{who},"object":{new},"oldObject":{old}}},"settings":{settings}}}"#
     );
-    let out: Value = serde_json::from_slice(&admission::answer(payload.as_bytes())).unwrap();
+    let answer = admission::answer(payload.as_bytes());
+    let out: Value = serde_json::from_slice(&answer).unwrap();
     assert_eq!(out["accepted"], true, "{out}");
-    out["mutated_object"]
-        .as_object()
-        .map(|_| out["mutated_object"].to_string())
+    out["mutated_object"].as_object()?;
+    // The object as the module wrote it, not as serde_json would write it again.
+    let object = answer
+        .strip_prefix(
+            br#"{"accepted":true,"message":null,"code":null,"mutated_object":"#.as_slice(),
+        )
+        .and_then(|rest| {
+            rest.strip_suffix(br#","audit_annotations":null,"warnings":null}"#.as_slice())
+        })
+        .expect("a stamped answer is the object between the answer's other fields");
+    Some(String::from_utf8(object.to_vec()).unwrap())
+}
+
+/// The bytes `stamped` differs from `sent` by: one place where the stamp went in (and, for a
+/// `null` map or metadata, what it replaced), as (removed, added).
+fn splice<'a>(sent: &'a str, stamped: &'a str) -> (&'a str, &'a str) {
+    let (a, b) = (sent.as_bytes(), stamped.as_bytes());
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let room = a.len().min(b.len()) - prefix;
+    let suffix = (a.iter().rev().zip(b.iter().rev()))
+        .take(room)
+        .take_while(|(x, y)| x == y)
+        .count();
+    (
+        &sent[prefix..a.len() - suffix],
+        &stamped[prefix..b.len() - suffix],
+    )
 }
 
 fn without_metadata_maps(mut v: Value) -> Value {
@@ -473,8 +498,22 @@ fn stamping_adds_the_owner_keys_and_nothing_else(#[case] new: &str) {
         back["metadata"]["annotations"]
     );
     assert_eq!(without_metadata_maps(sent), without_metadata_maps(back));
-    // Byte for byte outside the labels: the sent text is the stamped text minus the insert.
-    assert!(out.len() > new.len());
+    // Byte for byte: the stamped text is the sent text with the stamp inserted in one place
+    // (replacing a `null`), and the insert holds the two labels and their JSON only.
+    let (removed, added) = splice(new, &out);
+    assert!(
+        removed.is_empty() || removed == "null",
+        "{removed:?} was removed: {out}"
+    );
+    let mut rest = added.to_string();
+    // The namespace key first: the name key is a prefix of it.
+    for word in [FLUX_NS, FLUX_NAME, "web", "team-a", "labels", "metadata"] {
+        rest = rest.replace(word, "");
+    }
+    assert!(
+        rest.bytes().all(|b| b"\"{}:,".contains(&b)),
+        "{added:?} inserted: {out}"
+    );
 }
 
 #[test]
