@@ -71,6 +71,20 @@ variant() {
   assert_warning_contains 'orphaned: it no longer has owner'
 }
 
+@test "Flux tenants with handover: only the successor's account takes the object over" {
+  local settings handover='.oldObject.metadata.annotations = {"example.com/handover-to":
+    "kustomize.toolkit.fluxcd.io/name=apps,kustomize.toolkit.fluxcd.io/namespace=billing"}
+    | .object.metadata.labels["kustomize.toolkit.fluxcd.io/namespace"] = "billing"'
+  settings="$(jq -c '.handoverAnnotation = "example.com/handover-to"' <<<"$SETTINGS_flux_tenants")"
+  evaluate "$(variant configmap-tenant-edit-by-other.json "$handover")" --settings-json "$settings"
+  assert_accepted
+  assert_warning_contains 'handed over from owner [kustomize.toolkit.fluxcd.io/name=apps, kustomize.toolkit.fluxcd.io/namespace=shop]'
+  evaluate "$(variant configmap-tenant-edit-own.json "$handover")" --settings-json "$settings"
+  assert_rejected
+  assert_message_contains 'service account shop/reconciler may not take it over' \
+    'owner [kustomize.toolkit.fluxcd.io/name=apps, kustomize.toolkit.fluxcd.io/namespace=billing]'
+}
+
 @test "OLM v1: operator-controller writes an extension's CRD; a hook's account can neither change nor delete it" {
   evaluate crd-same-owner-update.json --settings-json "$SETTINGS_olm_v1_operator"
   assert_quiet_accept
