@@ -101,6 +101,15 @@ version_of() {
   assert_equal "$count" 5
 }
 
+@test "the real-Helm race's policy has deploy/helm.yaml's settings and matchConditions" {
+  local preset race
+  preset="$("$POLICY_HOST" verify-manifest "$ROOT/deploy/helm.yaml" "$POLICY")"
+  race="$("$POLICY_HOST" verify-manifest "$ROOT/e2e-tests/cluster/race-helm-policy.yaml" "$POLICY")"
+  assert_equal "$(jq -c .settings <<<"$race")" "$(jq -c .settings <<<"$preset")"
+  assert_equal "$(jq -c '.matchConditions | map(select(.name == "helm-owned"))' <<<"$race")" \
+    "$(jq -c '.matchConditions | map(select(.name == "helm-owned"))' <<<"$preset")"
+}
+
 # sends MANIFEST FIXTURE...: the API server sends each request to the policy (rules,
 # objectSelector, matchConditions); sends_not: it does not.
 sends() {

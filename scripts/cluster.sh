@@ -6,9 +6,11 @@
 # shipped deploy/*.yaml), served with the built module.
 #
 # usage: scripts/cluster.sh up [--apiservers N] [--backends N] [--apply FILE]... [--probe FILE]
-#                              [MANIFEST...]
+#                              [--storage-json] [MANIFEST...]
 #          --apply: applied before the webhooks (CRDs the tests write); --probe: an object the
-#          webhooks select, created with a dry run until each API server calls the backend
+#          webhooks select, created with a dry run until each API server calls the backend;
+#          --storage-json: the API servers store every object as JSON in etcd (built-in kinds
+#          too, which they store as protobuf by default), so that a checker can read etcd
 #        scripts/cluster.sh down
 #        scripts/cluster.sh backend-stop | backend-start   (the webhook backend alone)
 # State, logs and an `env` file to source: $CLUSTER_DIR (default target/cluster). `down`
@@ -18,7 +20,7 @@
 # separated NAME=MODULE: the module of the policy NAME, instead of POLICY).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dir="${CLUSTER_DIR:-$root/target/cluster}"
+dir="$(realpath -m "${CLUSTER_DIR:-$root/target/cluster}")"
 policy_host="${POLICY_HOST:-$root/target/host/policy-host}"
 module="$(realpath "${POLICY:-$root/annotated-policy.wasm}")"
 
@@ -120,7 +122,7 @@ certs() {
 }
 
 up() {
-  local apiservers=1 backends=1 manifests=() apply=()
+  local apiservers=1 backends=1 manifests=() apply=() storage=()
   probe_file=""
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -128,6 +130,7 @@ up() {
       --backends) backends="$2"; shift 2 ;;
       --apply) apply+=("$2"); shift 2 ;;
       --probe) probe_file="$2"; shift 2 ;;
+      --storage-json) storage=(--storage-media-type application/json); shift ;;
       *) manifests+=("$1"); shift ;;
     esac
   done
@@ -167,7 +170,7 @@ up() {
       --service-account-issuer https://kubernetes.default.svc \
       --service-account-key-file "$dir/certs/sa.pub" \
       --service-account-signing-key-file "$dir/certs/sa.key" \
-      --service-cluster-ip-range 10.96.0.0/16 --etcd-compaction-interval 0
+      --service-cluster-ip-range 10.96.0.0/16 --etcd-compaction-interval 0 "${storage[@]}"
     urls+=("https://127.0.0.1:$port")
     wait_for 90 "kube-apiserver $i" curl -sf --cacert "$dir/certs/ca.crt" \
       -H "Authorization: Bearer $token" "https://127.0.0.1:$port/readyz" ||

