@@ -15,9 +15,10 @@ use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
 use crate::json::same_bytes;
-use crate::owner::{Rules, Verdict};
 use crate::request::{Payload, read_payload};
+use crate::rules::Rules;
 use crate::settings::Settings;
+use crate::verdict::Verdict;
 
 /// HTTP status for a request the policy cannot read: the client has to fix the request.
 pub const BAD_REQUEST: u16 = 400;

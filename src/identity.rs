@@ -6,42 +6,17 @@
 //! service account, Argo CD's sync impersonation, a Helm or operator install with its own
 //! service account) make the writer tell owners apart, so admission can check it from the
 //! request's `userInfo`. A binding says which writers may write which owners' objects; an
-//! owner no binding covers keeps only the label rules.
+//! owner no binding covers keeps only the label rules. Bindings are a scheme's: they name its
+//! owner keys.
 //!
-//! The settings' side (`settings::Binding`) is what users write; `Bindings` is the same,
-//! worked out once per policy instance: owner keys as slots, values as `Pattern`s.
+//! The settings' side (`settings::Binding`) is what users write; `Bindings` is one scheme's,
+//! worked out once per policy instance: owner keys by index, values as `Pattern`s.
 
 use crate::message::{Part, Quoted, text};
-use crate::owner::Owner;
-use crate::settings::{Settings, Writers};
-
-/// Who makes a request: its `userInfo`, as `request` reads it.
-pub use crate::request::UserInfo as Writer;
-
-/// The prefix of a service account's username.
-const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-
-impl Writer<'_> {
-    pub fn username(&self) -> &str {
-        self.username.as_deref().unwrap_or("")
-    }
-
-    /// `(namespace, name)` when the writer is a service account.
-    pub fn service_account(&self) -> Option<(&str, &str)> {
-        let rest = self.username().strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
-        let (namespace, name) = split_at_byte(rest, b':')?;
-        let valid = !namespace.is_empty() && !name.is_empty() && !name.bytes().any(|b| b == b':');
-        valid.then_some((namespace, name))
-    }
-}
-
-/// `s` split at the first `byte` (ASCII), without it. A loop over the bytes, not
-/// `str::split_once`, whose searcher costs kilobytes of module.
-pub fn split_at_byte(s: &str, byte: u8) -> Option<(&str, &str)> {
-    let at = s.bytes().position(|b| b == byte)?;
-    // An ASCII byte is a character boundary on both sides.
-    Some((s.get(..at)?, s.get(at + 1..)?))
-}
+use crate::owners::Owner;
+use crate::pattern::Pattern;
+use crate::settings::{Binding, Settings, Writers};
+use crate::writer::{Writer, split_at_byte};
 
 /// Whether `writer` is one of `writers`.
 pub fn is_one_of(writers: &Writers, writer: &Writer) -> bool {
@@ -62,142 +37,70 @@ pub fn is_one_of(writers: &Writers, writer: &Writer) -> bool {
     })
 }
 
-/// A binding's value for one owner key: text and parts of the writer's identity, and
-/// optionally a final `*` that matches any rest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pattern {
-    pieces: Vec<Piece>,
-    prefix: bool,
+/// The identity rules of a policy: each scheme's bindings, worked out, and as configured (for
+/// messages).
+#[derive(Debug, Default)]
+pub struct Identities {
+    bindings: Vec<Bindings>,
+    configured: Vec<Vec<Binding>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Piece {
-    Text(String),
-    Namespace,
-    Name,
-    Username,
-}
+impl Identities {
+    pub fn new(settings: &Settings) -> Identities {
+        let exempt = settings.exempt_writers();
+        let schemes = settings.schemes();
+        Identities {
+            bindings: (schemes.iter())
+                .map(|s| {
+                    let keys: Vec<String> = s.owner_keys().cloned().collect();
+                    Bindings::new(&keys, &s.bindings, &exempt)
+                })
+                .collect(),
+            configured: schemes.into_iter().map(|s| s.bindings).collect(),
+        }
+    }
 
-const PLACEHOLDERS: [(&str, Piece); 3] = [
-    ("{serviceAccount.namespace}", Piece::Namespace),
-    ("{serviceAccount.name}", Piece::Name),
-    ("{username}", Piece::Username),
-];
+    /// Whether no scheme has bindings (the identity rules are off).
+    pub fn is_empty(&self) -> bool {
+        self.bindings.iter().all(Bindings::is_empty)
+    }
 
-impl Pattern {
-    /// Parses a binding's value; the error says what is wrong.
-    pub fn parse(value: &str) -> Result<Pattern, String> {
-        let (body, prefix) = match value.strip_suffix('*') {
-            Some(body) => (body, true),
-            None => (value, false),
+    /// Scheme `s`'s bindings (none for a scheme the settings do not have).
+    pub fn of(&self, s: usize) -> &Bindings {
+        static NONE: Bindings = Bindings {
+            bound: Vec::new(),
+            exempt: Writers {
+                users: Vec::new(),
+                groups: Vec::new(),
+                service_accounts: Vec::new(),
+            },
+            owner_keys: 0,
         };
-        if body.bytes().any(|b| b == b'*') {
-            return Err("'*' may only end a value (\"team-a-*\")".into());
-        }
-        let mut pieces = Vec::new();
-        let mut rest = body;
-        while !rest.is_empty() {
-            match rest.bytes().position(|b| b == b'{' || b == b'}') {
-                Some(0) => {
-                    let Some((piece, after)) = PLACEHOLDERS
-                        .iter()
-                        .find_map(|(name, piece)| Some((piece, rest.strip_prefix(name)?)))
-                    else {
-                        return Err(format!(
-                            "unknown placeholder at {:?}: use {{serviceAccount.namespace}}, \
-                             {{serviceAccount.name}} or {{username}}",
-                            rest
-                        ));
-                    };
-                    pieces.push(piece.clone());
-                    rest = after;
+        self.bindings.get(s).unwrap_or(&NONE)
+    }
+
+    pub fn configured(&self, s: usize) -> &[Binding] {
+        self.configured.get(s).map_or(&[], Vec::as_slice)
+    }
+
+    /// The owner keys to stamp for `writer`: the scheme and values of the one owner it is
+    /// bound to, under all schemes; none when it is bound to no owner or to several.
+    pub fn stamp(&self, writer: &Writer) -> Option<(usize, Vec<(usize, String)>)> {
+        let mut found = None;
+        for (s, bindings) in self.bindings.iter().enumerate() {
+            if let Some(values) = bindings.stamp(writer) {
+                if found.is_some() {
+                    return None;
                 }
-                Some(at) => {
-                    // `at` is an ASCII byte's position: a character boundary.
-                    let (text, after) = (rest.get(..at), rest.get(at..));
-                    pieces.push(Piece::Text(text.unwrap_or_default().to_string()));
-                    rest = after.unwrap_or_default();
-                }
-                None => {
-                    pieces.push(Piece::Text(rest.to_string()));
-                    rest = "";
-                }
+                found = Some((s, values));
             }
         }
-        if value.is_empty() {
-            pieces.push(Piece::Text(String::new()));
-        }
-        Ok(Pattern { pieces, prefix })
-    }
-
-    /// Whether the value takes a part of a service account's name.
-    pub fn needs_service_account(&self) -> bool {
-        (self.pieces.iter()).any(|p| matches!(p, Piece::Namespace | Piece::Name))
-    }
-
-    fn is_literal(&self) -> bool {
-        self.pieces.iter().all(|p| matches!(p, Piece::Text(_)))
-    }
-
-    /// The value for `writer`, before any final `*`; `None` when the writer lacks a part
-    /// the value takes (a user is no service account).
-    fn resolve(&self, writer: &Writer) -> Option<String> {
-        let mut out = String::new();
-        for piece in &self.pieces {
-            match piece {
-                Piece::Text(t) => out.push_str(t),
-                Piece::Namespace => out.push_str(writer.service_account()?.0),
-                Piece::Name => out.push_str(writer.service_account()?.1),
-                Piece::Username => out.push_str(writer.username.as_deref()?),
-            }
-        }
-        Some(out)
-    }
-
-    fn matches_resolved(&self, resolved: &str, value: &str) -> bool {
-        if self.prefix {
-            value.starts_with(resolved)
-        } else {
-            value == resolved
-        }
-    }
-
-    /// Whether some writer could be bound to `value`: a literal value must match; one that
-    /// takes parts of the writer's identity covers any value.
-    fn covers(&self, value: &str) -> bool {
-        match self.pieces.as_slice() {
-            [Piece::Text(t)] => self.matches_resolved(t, value),
-            _ if self.is_literal() => self.matches_resolved("", value),
-            _ => true,
-        }
-    }
-
-    /// Whether `writer` is bound to `value` by this pattern.
-    fn binds(&self, writer: &Writer, value: &str) -> bool {
-        self.resolve(writer)
-            .is_some_and(|resolved| self.matches_resolved(&resolved, value))
-    }
-}
-
-impl Part for Pattern {
-    fn write_to(&self, out: &mut String) {
-        for piece in &self.pieces {
-            match piece {
-                Piece::Text(t) => text(out, t),
-                placeholder => {
-                    let name = PLACEHOLDERS.iter().find(|(_, p)| p == placeholder);
-                    text(out, name.map_or("", |(n, _)| n));
-                }
-            }
-        }
-        if self.prefix {
-            text(out, "*");
-        }
+        found
     }
 }
 
 /// One binding, worked out: its writers, and a pattern per owner key it names (by the key's
-/// slot in the owner, see `owner::Owner`).
+/// index in the scheme's owner, see `owners::Owner`).
 #[derive(Debug)]
 struct Bound {
     writers: Writers,
@@ -216,7 +119,7 @@ impl Bound {
     }
 }
 
-/// The bindings and exempt writers of the settings.
+/// One scheme's bindings, and the policy's exempt writers.
 #[derive(Debug, Default)]
 pub struct Bindings {
     bound: Vec<Bound>,
@@ -237,16 +140,15 @@ pub enum Permit {
 }
 
 impl Bindings {
-    /// Works out the bindings of valid settings (a value that does not parse binds no one,
+    /// Works out the bindings of a valid scheme (a value that does not parse binds no one,
     /// but settings are validated before this).
-    pub fn new(settings: &Settings) -> Bindings {
-        let keys: Vec<&String> = settings.owner_keys().collect();
-        let bound = (settings.bindings.iter())
+    pub fn new(keys: &[String], bindings: &[Binding], exempt: &Writers) -> Bindings {
+        let bound = (bindings.iter())
             .map(|b| Bound {
                 writers: b.writers.clone(),
                 owner: (b.owner.iter())
                     .filter_map(|(key, value)| {
-                        let slot = keys.iter().position(|k| *k == key)?;
+                        let slot = keys.iter().position(|k| k == key)?;
                         Some((slot, Pattern::parse(value).ok()?))
                     })
                     .collect(),
@@ -254,7 +156,7 @@ impl Bindings {
             .collect();
         Bindings {
             bound,
-            exempt: settings.exempt_writers.clone(),
+            exempt: exempt.clone(),
             owner_keys: keys.len(),
         }
     }
@@ -299,7 +201,7 @@ impl Bindings {
             }
             let mut values = Vec::with_capacity(bound.owner.len());
             for (slot, pattern) in &bound.owner {
-                if pattern.prefix {
+                if pattern.is_prefix() {
                     return None;
                 }
                 values.push((*slot, pattern.resolve(writer)?));
@@ -340,17 +242,19 @@ impl Part for WriterName<'_, '_> {
 }
 
 /// The writers of the bindings that cover an owner, as messages list them:
-/// `bindings[0] (serviceAccounts */*, where kustomize.toolkit.fluxcd.io/namespace={serviceAccount.namespace})`.
-pub struct Allowed<'s>(pub &'s Settings, pub &'s [usize]);
+/// `bindings[0] (serviceAccounts */*, where kustomize.toolkit.fluxcd.io/namespace={serviceAccount.namespace})`;
+/// `at` is where the scheme's bindings are (`schemes[2].` with several schemes).
+pub struct Allowed<'s>(pub &'s str, pub &'s [Binding], pub &'s [usize]);
 
 impl Part for Allowed<'_> {
     fn write_to(&self, out: &mut String) {
-        let Allowed(settings, covering) = self;
+        let Allowed(at, bindings, covering) = self;
         for (n, i) in covering.iter().enumerate() {
-            let Some(binding) = settings.bindings.get(*i) else {
+            let Some(binding) = bindings.get(*i) else {
                 continue;
             };
             text(out, if n == 0 { "" } else { "; " });
+            text(out, at);
             text(out, "bindings[");
             text(out, &i.to_string());
             text(out, "] (");

@@ -1,16 +1,31 @@
 //! single-owner-policy: a Kubewarden policy that keeps one owner per object.
 //!
-//! This file holds only the waPC entry points; see `admission` for what they answer,
-//! `owner` for the rules and `settings` for the configuration.
+//! This file holds only the waPC entry points. `admission` answers them: it reads the request
+//! (`request`, with the reader in `json`), checks the settings (`settings`, the whole schema)
+//! and applies `rules`. Who owns an object under which tool is `owners`; each rule family has
+//! a module of its own: `same_owner` (the invariant within a tool, with revision fencing and
+//! handover), `cross_tool` (one owner across tools), `scope`, `writers` (who may write an
+//! owner's objects, with `identity`, `writer` and `pattern`) and `stamping` (with `splice`);
+//! `verdict` is their answer and `describe` how their messages name things.
 
 pub mod admission;
+mod cross_tool;
+mod describe;
 pub mod identity;
 pub mod json;
 mod message;
-pub mod owner;
+pub mod owners;
+mod pattern;
 pub mod request;
+pub mod rules;
+mod same_owner;
+mod scope;
 pub mod settings;
-mod stamp;
+mod splice;
+mod stamping;
+pub mod verdict;
+mod writer;
+mod writers;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{CallResult, register_function};

@@ -1,4 +1,4 @@
-//! Stamping: a writer's owner keys added to the object it creates, as a mutating policy
+//! The stamped object: a writer's owner keys added to the object it creates, as a mutating policy
 //! answers (`mutated_object`). This is the seed's "proxy beside each install that stamps the
 //! install's owner labels on everything it writes", done by admission: hooks and any other
 //! object an install's identity writes carry its owner without the tool's help.

@@ -1,0 +1,403 @@
+//! One owner across tools: an object owned under one scheme may not gain an owner under
+//! another, and none is created carrying two. Only in a policy of several schemes; each
+//! scheme's own rules (`same_owner`) have judged the owner under it already.
+//!
+//! Moving an object between tools is a handover in steps, each a write a tool or an admin
+//! makes anyway: the current owner (or an admin) names the successor in the handover
+//! annotation; the new tool adds its keys, and from then on the object is the successor's
+//! (the old tool's keys are what is left of its former owner); the old tool's keys are
+//! removed. While the annotation names a successor, no third owner can take the object, not
+//! even when it has none. An owner and its aliases (`owners::Schemes::same_owner`) are one
+//! owner on an object created with them all; a change of either, their keys coming or going
+//! included, is a change of owner.
+
+use crate::describe::{OwnerKeys, OwnerOf, Owners, Selector, Subject};
+use crate::message::{Part, message, text};
+use crate::owners::{Marks, Owned, Schemes};
+use crate::settings::Settings;
+use crate::verdict::Verdict;
+
+/// Where an object stands across tools: the owners it carries, and the successor it names.
+struct Across<'m> {
+    owners: Vec<Owned<'m>>,
+    successor: Option<Owned<'m>>,
+}
+
+impl<'m> Across<'m> {
+    fn of(schemes: &Schemes, marks: &Marks<'m>) -> Across<'m> {
+        Across {
+            owners: marks.owners(schemes),
+            successor: (marks.successor(schemes)).and_then(|v| schemes.parse_successor(v).ok()),
+        }
+    }
+
+    fn carries(&self, owned: &Owned) -> bool {
+        self.owners.contains(owned)
+    }
+
+    fn has_scheme(&self, scheme: usize) -> bool {
+        self.owners.iter().any(|o| o.scheme == scheme)
+    }
+
+    /// A cross-tool handover under way: the successor named is one of the owners, and the
+    /// others (what is left of the former owner) are one owner of other tools. Returns the
+    /// successor's owners and the former owner's.
+    fn handing_over(&self, schemes: &Schemes) -> Option<(Vec<Owned<'m>>, Vec<Owned<'m>>)> {
+        let successor = self.successor.as_ref().filter(|s| self.carries(s))?;
+        let (to, from): (Vec<_>, Vec<_>) = (self.owners.iter().cloned()).partition(|o| {
+            schemes.same_owner((o.scheme, &o.owner), (successor.scheme, &successor.owner))
+        });
+        let other_tools = from.iter().all(|o| o.scheme != successor.scheme);
+        (!from.is_empty() && other_tools && schemes.one_owner(&from)).then_some((to, from))
+    }
+}
+
+/// The schemes whose owner on the stored object is what is left of its former owner in a
+/// cross-tool handover: the object is the successor's, and the identity rules do not bind its
+/// writes to the former owner's writers.
+pub fn leftovers(schemes: &Schemes, old: &Marks) -> Vec<usize> {
+    let stored = Across::of(schemes, old);
+    match stored.handing_over(schemes) {
+        Some((_, from)) => from.iter().map(|o| o.scheme).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// Judges a CREATE (`old` None) or an UPDATE across tools, adoption and orphaning included.
+pub fn judge(
+    schemes: &Schemes,
+    settings: &Settings,
+    subject: &Subject,
+    old: Option<&Marks>,
+    new: &Marks,
+) -> Verdict {
+    let new = Across::of(schemes, new);
+    let Some(old) = old else {
+        if schemes.one_owner(&new.owners) {
+            return Verdict::accept();
+        }
+        return Verdict::reject(message!(
+            subject,
+            " would be created with the owners of two tools, ",
+            Owners(schemes, &new.owners),
+            ": an object has one owner across tools, and two tools that both own it undo \
+             each other's writes. Create it from one tool only: remove it from the other \
+             tool's sources (if the two tools write one owner, relate their schemes with an \
+             alias).",
+        ));
+    };
+    let old = Across::of(schemes, old);
+    let handover = &schemes.handover_annotation;
+    let added: Vec<Owned> = (new.owners.iter())
+        .filter(|o| !old.has_scheme(o.scheme))
+        .cloned()
+        .collect();
+    let kept: Vec<Owned> = (new.owners.iter())
+        .filter(|o| old.has_scheme(o.scheme))
+        .cloned()
+        .collect();
+    let stored_handover = old.handing_over(schemes);
+    // Whether `owners` are the successor the stored object names (and its aliases), an owner
+    // other than the stored one.
+    let named = old.successor.as_ref().filter(|s| !old.carries(s));
+    let is_successor = |owners: &[Owned]| {
+        named.is_some_and(|s| {
+            (owners.iter()).any(|o| *o == *s)
+                && (owners.iter())
+                    .all(|o| schemes.same_owner((o.scheme, &o.owner), (s.scheme, &s.owner)))
+        })
+    };
+    if added.is_empty() {
+        if let Some((to, from)) = &stored_handover {
+            if new.owners.is_empty() {
+                // Both the successor's keys and the former owner's go: the object is released.
+                return released(schemes, settings, subject, &old.owners);
+            }
+            let successor_stays = to.iter().all(|o| new.carries(o));
+            if !successor_stays {
+                return Verdict::reject(message!(
+                    subject,
+                    " was handed over to ",
+                    Owners(schemes, to),
+                    " (",
+                    handover,
+                    "), and this UPDATE would remove its keys and leave those of its former \
+                     owner, ",
+                    Owners(schemes, from),
+                    ": the former owner cannot take it back. Remove the former owner's keys to \
+                     finish the handover, or have the successor hand it back (name the former \
+                     owner in ",
+                    handover,
+                    ").",
+                ));
+            }
+            if schemes.one_owner(&new.owners) {
+                return Verdict::warn(message!(
+                    subject,
+                    " released by its former owner ",
+                    Owners(schemes, from),
+                    ": the handover to ",
+                    Owners(schemes, to),
+                    " is finished",
+                ));
+            }
+            let same_successor = new.handing_over(schemes).is_some_and(|(to2, _)| to2 == *to);
+            if !same_successor {
+                return Verdict::reject(message!(
+                    subject,
+                    " is owned by ",
+                    Owners(schemes, to),
+                    ", the successor named in ",
+                    handover,
+                    ", and still carries the keys of its former owner ",
+                    Owners(schemes, from),
+                    ": this UPDATE would remove or change the annotation but keep both, \
+                     leaving two owners. Remove the former owner's keys (",
+                    KeysOf(schemes, from),
+                    ") first, or in the same write.",
+                ));
+            }
+            return Verdict::warn(message!(
+                subject,
+                " is owned by ",
+                Owners(schemes, to),
+                ", the successor named in ",
+                handover,
+                "; the owner keys of its former owner ",
+                Owners(schemes, from),
+                " are left: remove them (",
+                KeysOf(schemes, from),
+                ") to finish the handover",
+            ));
+        }
+        if new.owners.is_empty() && !old.owners.is_empty() {
+            return released(schemes, settings, subject, &old.owners);
+        }
+        if new.owners.len() < old.owners.len()
+            && schemes.one_owner(&old.owners)
+            && !is_successor(&new.owners)
+        {
+            // An aliased owner loses one tool's keys and keeps another's.
+            return Verdict::reject(message!(
+                subject,
+                " is owned by ",
+                Owners(schemes, &old.owners),
+                ", one owner under aliased tools, and this UPDATE would keep only ",
+                Owners(schemes, &new.owners),
+                ": that changes its owner. Keep every tool's keys, or remove them all.",
+            ));
+        }
+        if !schemes.one_owner(&new.owners) && schemes.one_owner(&old.owners) {
+            return Verdict::reject(message!(
+                subject,
+                " is owned by ",
+                Owners(schemes, &old.owners),
+                ", one owner under aliased tools, and this UPDATE would give them different \
+                 owners, ",
+                Owners(schemes, &new.owners),
+                ": that gives the object two owners. Change every tool's keys together (a \
+                 handover), or none.",
+            ));
+        }
+        if !schemes.one_owner(&new.owners) {
+            return Verdict::warn(message!(
+                subject,
+                " carries the owners of two tools, ",
+                Owners(schemes, &new.owners),
+                ", which this policy refuses on new objects and on writes that add an \
+                 owner: remove one tool's keys",
+            ));
+        }
+        return Verdict::accept();
+    }
+    let disjoint = !new.owners.iter().any(|o| old.carries(o));
+    if schemes.one_owner(&new.owners) {
+        if !kept.is_empty() && disjoint && is_successor(&new.owners) {
+            // A handover within a tool (judged there) to a successor stamped by its aliases.
+            return Verdict::accept();
+        }
+        if !kept.is_empty() {
+            // An aliased tool's keys are one owner with the others' on an object created
+            // with them all; added to an owned object, they change its owner.
+            return Verdict::reject(message!(
+                subject,
+                " is owned by ",
+                Owners(schemes, &kept),
+                ", and this UPDATE would add ",
+                Owners(schemes, &added),
+                ": keys of aliased tools are one owner on an object created with them all; \
+                 added to an owned object, they are a second tool's claim on it, and two tools \
+                 that both own it undo each other's writes. Keep it in one tool: remove it \
+                 from the other tool's sources.",
+            ));
+        }
+        if old.owners.is_empty() {
+            if named.is_some() && !is_successor(&added) {
+                return Verdict::reject(message!(
+                    subject,
+                    " has no owner and is reserved for the successor ",
+                    named.map(|s| OwnerOf(schemes, s)),
+                    " named in ",
+                    handover,
+                    ", and this UPDATE would give it to ",
+                    Owners(schemes, &added),
+                    ": only the named successor can take it. Let the successor take it, or \
+                     change or remove the ",
+                    handover,
+                    " annotation.",
+                ));
+            }
+            return adopted(schemes, settings, subject, &new.owners);
+        }
+        if is_successor(&added) {
+            return Verdict::warn(message!(
+                subject,
+                " handed over from owner ",
+                Owners(schemes, &old.owners),
+                " to owner ",
+                Owners(schemes, &added),
+                ", the successor its owner named in ",
+                handover,
+            ));
+        }
+        return Verdict::reject(message!(
+            subject,
+            " is owned by ",
+            Owners(schemes, &old.owners),
+            ", and this UPDATE would give it to ",
+            Owners(schemes, &added),
+            " instead: an object has one owner across tools, and two tools that both own it \
+             undo each other's writes.",
+            Advice(schemes, &old.owners, &added),
+        ));
+    }
+    // The new object still names the successor (or one of its aliases).
+    let same_successor = (new.successor.as_ref()).is_some_and(|n| {
+        named.is_some_and(|s| schemes.same_owner((n.scheme, &n.owner), (s.scheme, &s.owner)))
+    });
+    if stored_handover.is_none()
+        && schemes.one_owner(&old.owners)
+        && same_successor
+        && is_successor(&added)
+        && new.handing_over(schemes).is_some()
+    {
+        let former: Vec<Owned> = (old.owners.iter())
+            .filter(|o| new.carries(o))
+            .cloned()
+            .collect();
+        if former.len() == old.owners.len() {
+            return Verdict::warn(message!(
+                subject,
+                " handed over from owner ",
+                Owners(schemes, &old.owners),
+                " to owner ",
+                Owners(schemes, &added),
+                ", the successor its owner named in ",
+                handover,
+                ": remove the former owner's keys (",
+                KeysOf(schemes, &old.owners),
+                ") to finish",
+            ));
+        }
+    }
+    let current = if kept.is_empty() { &old.owners } else { &kept };
+    Verdict::reject(message!(
+        subject,
+        " is owned by ",
+        Owners(schemes, current),
+        ", and this UPDATE would give it a second owner, ",
+        Owners(schemes, &added),
+        ": an object has one owner across tools, and two tools that both own it undo each \
+         other's writes.",
+        Advice(schemes, current, &added),
+    ))
+}
+
+/// An unowned object gains an owner: accepted with a warning, unless adoption is off.
+fn adopted(schemes: &Schemes, settings: &Settings, subject: &Subject, owners: &[Owned]) -> Verdict {
+    if settings.allow_adoption() {
+        return Verdict::warn(message!(
+            subject,
+            " adopted by owner ",
+            Owners(schemes, owners)
+        ));
+    }
+    Verdict::reject(message!(
+        subject,
+        " has no owner, and this UPDATE would give it the owner ",
+        Owners(schemes, owners),
+        ", but adoption is disabled (allowAdoption: false): an object's owner must create it.",
+    ))
+}
+
+/// An owned object loses every owner: accepted with a warning, unless orphaning is off.
+fn released(
+    schemes: &Schemes,
+    settings: &Settings,
+    subject: &Subject,
+    owners: &[Owned],
+) -> Verdict {
+    if settings.allow_orphaning() {
+        return Verdict::warn(message!(
+            subject,
+            " orphaned: it no longer has owner ",
+            Owners(schemes, owners),
+        ));
+    }
+    Verdict::reject(message!(
+        subject,
+        " is owned by ",
+        Owners(schemes, owners),
+        ", and this UPDATE would remove its owner keys, but orphaning is disabled \
+         (allowOrphaning: false): keep the owner keys (",
+        KeysOf(schemes, owners),
+        "), or delete the object.",
+    ))
+}
+
+/// The owner keys of the schemes of `owners`: `label a, annotation b`.
+struct KeysOf<'s, 'o, 'a>(&'s Schemes, &'o [Owned<'a>]);
+
+impl Part for KeysOf<'_, '_, '_> {
+    fn write_to(&self, out: &mut String) {
+        for (i, owned) in self.1.iter().enumerate() {
+            text(out, if i == 0 { "" } else { ", " });
+            if let Some(scheme) = self.0.list.get(owned.scheme) {
+                OwnerKeys(scheme).write_to(out);
+            }
+        }
+    }
+}
+
+/// What to do about a second tool's owner: keep the object in one tool, or move it in steps.
+struct Advice<'s, 'o, 'a>(&'s Schemes, &'o [Owned<'a>], &'o [Owned<'a>]);
+
+impl Part for Advice<'_, '_, '_> {
+    fn write_to(&self, out: &mut String) {
+        let Advice(schemes, current, new) = self;
+        text(
+            out,
+            " Keep it in one tool: remove it from the other tool's sources. Or move it to the \
+             new tool: ",
+        );
+        match new.first() {
+            Some(successor) if !schemes.handover_annotation.is_empty() => {
+                text(out, "the current owner names the successor (");
+                text(out, &schemes.handover_annotation);
+                text(out, "=");
+                Selector(schemes, successor).write_to(out);
+                text(
+                    out,
+                    "), the new tool adds its keys, then the old tool's keys (",
+                );
+                KeysOf(schemes, current).write_to(out);
+                text(out, ") are removed.");
+            }
+            _ => {
+                text(out, "remove the old tool's keys (");
+                KeysOf(schemes, current).write_to(out);
+                text(out, ") first, then the new tool can adopt it.");
+            }
+        }
+    }
+}

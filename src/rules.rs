@@ -1,0 +1,143 @@
+//! The rules of a policy, and the order they judge a request in.
+//!
+//! CREATE and UPDATE: the new object's annotations must be readable, then the scope rules,
+//! then under each scheme the same-owner invariant (UPDATE), then across schemes (a policy of
+//! several tools), then who writes (bindings). DELETE: who writes, when there are bindings.
+//! CONNECT: accepted. The stamping policy only stamps.
+
+use crate::cross_tool;
+use crate::describe::Subject;
+use crate::identity::Identities;
+use crate::owners::{Marks, Schemes};
+use crate::request::{Payload, Request};
+use crate::same_owner::{self, Transition};
+use crate::scope;
+use crate::settings::Settings;
+use crate::stamping;
+use crate::verdict::Verdict;
+use crate::writers;
+
+/// The settings, with the keys the rules read worked out: a policy instance gets the same
+/// settings with every request, so this is built once (see `admission`).
+#[derive(Debug)]
+pub struct Rules {
+    pub settings: Settings,
+    pub schemes: Schemes,
+    identities: Identities,
+}
+
+impl Rules {
+    pub fn new(settings: Settings) -> Rules {
+        Rules {
+            schemes: Schemes::new(&settings),
+            identities: Identities::new(&settings),
+            settings,
+        }
+    }
+
+    /// Judges one admission request.
+    pub fn evaluate(&self, payload: &Payload) -> Verdict {
+        match &payload.request {
+            Some(request) => self.judge(request, payload),
+            None => Verdict::Unreadable {
+                message: "the validation payload has no admission request (\"request\" is \
+                          missing or null)"
+                    .into(),
+            },
+        }
+    }
+
+    fn judge(&self, request: &Request, payload: &Payload) -> Verdict {
+        let operation = request.operation();
+        let identity_rules = !self.identities.is_empty() && !self.settings.stamp;
+        let both = (&self.schemes, &self.identities);
+        match operation {
+            "CREATE" | "UPDATE" => {}
+            "DELETE" if identity_rules => return writers::judge_delete(request, payload, both),
+            "DELETE" | "CONNECT" => return Verdict::accept(),
+            "" => {
+                return Verdict::Unreadable {
+                    message: "the admission request has no operation".into(),
+                };
+            }
+            other => {
+                return Verdict::Unreadable {
+                    message: format!(
+                        "the admission request has an unknown operation {other:?} \
+                         (expected CREATE, UPDATE, DELETE or CONNECT)"
+                    ),
+                };
+            }
+        }
+        let (new, old) = match (operation, &request.object, &request.old_object) {
+            (_, None, _) => return Verdict::missing(operation, "request.object"),
+            ("UPDATE", _, None) => return Verdict::missing(operation, "request.oldObject"),
+            ("CREATE", Some(new), _) => (new, None),
+            (_, Some(new), old) => (new, old.as_ref()),
+        };
+        // The marks of both objects, in one allocation.
+        let slots = self.schemes.slots();
+        let mut values = vec![None; 2 * slots];
+        let (new_values, old_values) = values.split_at_mut(slots);
+        let wanted = self.schemes.wanted();
+        let new_meta = match payload.metadata(new, wanted, new_values) {
+            Ok(metadata) => metadata,
+            Err(message) => return Verdict::Unreadable { message },
+        };
+        let old_meta = match old.map(|o| payload.metadata(o, wanted, old_values)) {
+            None => None,
+            Some(Ok(metadata)) => Some(metadata),
+            Some(Err(message)) => return Verdict::Unreadable { message },
+        };
+        let new_marks = Marks { values: new_values };
+        let old = old_meta.is_some().then_some(Marks { values: old_values });
+        if self.settings.stamp {
+            return stamping::stamp(request, payload, both, new, &new_marks, old.as_ref());
+        }
+        let new = new_marks;
+        let subject = Subject::new(request, &new_meta, old_meta.as_ref());
+        let checked = same_owner::check_annotations(&self.schemes, &subject, &new)
+            .and_then(|()| scope::check(request, &self.schemes, &subject, &new));
+        if let Err(message) = checked {
+            return Verdict::reject(message);
+        }
+        let verdict = self.owner_rules(&subject, old.as_ref(), &new);
+        if !identity_rules || !matches!(verdict, Verdict::Accept { .. }) {
+            return verdict;
+        }
+        // The write keeps to the label rules; now who makes it.
+        match writers::judge(request, payload, both, &subject, old.as_ref(), &new) {
+            Ok(()) => verdict,
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// The owner rules of a CREATE (`old` None) or an UPDATE: under each scheme, then, with
+    /// several, across them. In a one-tool policy the scheme's transition is the answer; with
+    /// several, adoption and orphaning are the object's (an alias's keys coming or going, or a
+    /// handover's steps, are not), and `cross_tool` judges them.
+    fn owner_rules(&self, subject: &Subject, old: Option<&Marks>, new: &Marks) -> Verdict {
+        let schemes = &self.schemes;
+        let mut warnings = Vec::new();
+        if let Some(old) = old {
+            for s in 0..schemes.list.len() {
+                let (t, verdict) = same_owner::judge(schemes, s, &self.settings, subject, old, new);
+                let counts =
+                    !schemes.several() || t.refused() || matches!(t, Transition::HandedOver);
+                match verdict {
+                    Verdict::Accept { warnings: w } if counts => warnings.extend(w),
+                    Verdict::Accept { .. } => {}
+                    refusal if counts => return refusal,
+                    _ => {}
+                }
+            }
+        }
+        if schemes.several() {
+            match cross_tool::judge(schemes, &self.settings, subject, old, new) {
+                Verdict::Accept { warnings: w } => warnings.extend(w),
+                refusal => return refusal,
+            }
+        }
+        Verdict::Accept { warnings }
+    }
+}

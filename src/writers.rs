@@ -1,0 +1,172 @@
+//! The identity rules applied: where a scheme's bindings cover an object's owner, only a writer
+//! bound to it (or an exempt one) may create, change, adopt, release, take over or delete the
+//! object. A write to a subresource (status, scale) is not checked: the API server's own
+//! controllers write those for every owner.
+
+use crate::cross_tool;
+use crate::describe::{OwnerOf, Subject};
+use crate::identity::{Allowed, Identities, Permit, WriterName};
+use crate::message::{Part, message, text};
+use crate::owners::{Marks, Owned, Owner, Schemes};
+use crate::request::{Payload, Request};
+use crate::verdict::Verdict;
+
+/// What a write does, for the identity rules' messages.
+#[derive(Debug, Clone, Copy)]
+pub enum Act {
+    Create,
+    Change,
+    Adopt,
+    Release,
+    TakeOver,
+    Delete,
+}
+
+impl Part for Act {
+    fn write_to(&self, out: &mut String) {
+        text(
+            out,
+            match self {
+                Act::Create => "create it",
+                Act::Change => "change it",
+                Act::Adopt => "adopt it",
+                Act::Release => "release it (remove its owner keys)",
+                Act::TakeOver => "take it over",
+                Act::Delete => "delete it",
+            },
+        );
+    }
+}
+
+/// The identity rules of a CREATE or UPDATE the label rules accept, under each scheme with
+/// bindings. The owner the writer must be bound to: the stored one while it stays or goes, the
+/// new one when it comes (a CREATE, an adoption, a handover). What is left of a former owner
+/// after a cross-tool handover binds no one: the object is the successor's.
+pub fn judge(
+    request: &Request,
+    payload: &Payload,
+    (schemes, identities): (&Schemes, &Identities),
+    subject: &Subject,
+    old: Option<&Marks>,
+    new: &Marks,
+) -> Result<(), Verdict> {
+    // What is left of a former owner, on the stored object or on the new one (the write
+    // that starts a handover, which the label rules accepted), binds no one.
+    let leftovers = match old {
+        Some(old) if schemes.several() => {
+            let mut l = cross_tool::leftovers(schemes, old);
+            l.extend(cross_tool::leftovers(schemes, new));
+            l
+        }
+        _ => Vec::new(),
+    };
+    for (s, scheme) in schemes.list.iter().enumerate() {
+        if identities.of(s).is_empty() || leftovers.contains(&s) {
+            continue;
+        }
+        let (old_owner, new_owner) = (old.map(|m| m.owner(scheme)), new.owner(scheme));
+        let (act, owner) = match old_owner.filter(Owner::is_some) {
+            None if !new_owner.is_some() => continue,
+            None if old.is_none() => (Act::Create, new_owner),
+            None => (Act::Adopt, new_owner),
+            Some(old_owner) if !new_owner.is_some() => (Act::Release, old_owner),
+            Some(old_owner) if old_owner == new_owner => (Act::Change, old_owner),
+            Some(_) => (Act::TakeOver, new_owner),
+        };
+        let owned = Owned { scheme: s, owner };
+        check(
+            request,
+            payload,
+            (schemes, identities),
+            subject,
+            act,
+            &owned,
+        )?;
+    }
+    Ok(())
+}
+
+/// Where a binding of the scheme covers `owned`, only a writer bound to it (or an exempt one)
+/// may write its objects.
+fn check(
+    request: &Request,
+    payload: &Payload,
+    (schemes, identities): (&Schemes, &Identities),
+    subject: &Subject,
+    act: Act,
+    owned: &Owned,
+) -> Result<(), Verdict> {
+    let bindings = identities.of(owned.scheme);
+    if request.sub_resource().is_some() || !bindings.covers(&owned.owner) {
+        return Ok(());
+    }
+    let writer = payload
+        .user_info(request)
+        .map_err(|message| Verdict::Unreadable { message })?;
+    let covering = match bindings.permit(&owned.owner, &writer) {
+        Permit::Bound | Permit::Exempt => return Ok(()),
+        Permit::Refused { covering } => covering,
+    };
+    let at = if schemes.several() {
+        format!("schemes[{}].", owned.scheme)
+    } else {
+        String::new()
+    };
+    let configured = identities.configured(owned.scheme);
+    Err(Verdict::reject(message!(
+        subject,
+        ": ",
+        WriterName(&writer),
+        " may not ",
+        act,
+        ": only writers bound to owner ",
+        OwnerOf(schemes, owned),
+        " may write its objects: ",
+        Allowed(&at, configured, &covering),
+        ". Make the write as one of them, or bind ",
+        WriterName(&writer),
+        " to that owner in the policy's bindings.",
+    )))
+}
+
+/// A DELETE, when there are bindings: only a writer bound to the stored owner, or an exempt
+/// one, may delete an object a binding covers, under each scheme. Its fields after the
+/// operation, skipped with the request, are read now.
+pub fn judge_delete(
+    request: &Request,
+    payload: &Payload,
+    (schemes, identities): (&Schemes, &Identities),
+) -> Verdict {
+    let request = match payload.rest_of_request(request) {
+        Ok(request) => request,
+        Err(message) => return Verdict::Unreadable { message },
+    };
+    let Some(old) = &request.old_object else {
+        return Verdict::missing("DELETE", "request.oldObject");
+    };
+    let mut values = vec![None; schemes.slots()];
+    let meta = match payload.metadata(old, schemes.wanted(), &mut values) {
+        Ok(meta) => meta,
+        Err(message) => return Verdict::Unreadable { message },
+    };
+    let old = Marks { values: &values };
+    let subject = Subject::new(&request, &meta, None);
+    let leftovers = match schemes.several() {
+        true => cross_tool::leftovers(schemes, &old),
+        false => Vec::new(),
+    };
+    for (s, scheme) in schemes.list.iter().enumerate() {
+        if identities.of(s).is_empty() || leftovers.contains(&s) {
+            continue;
+        }
+        let owned = Owned {
+            scheme: s,
+            owner: old.owner(scheme),
+        };
+        let rules = (schemes, identities);
+        if let Err(refusal) = check(&request, payload, rules, &subject, Act::Delete, &owned) {
+            return refusal;
+        }
+    }
+    Verdict::accept()
+}
