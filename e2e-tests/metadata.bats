@@ -97,8 +97,26 @@ version_of() {
     # Only owned objects reach the policy.
     assert_equal "$(jq '(.objectSelector != null) or ([.matchConditions[]? | select(.name != "not-break-glass")] | length > 0)' <<<"$output")" true
     assert_equal "$(jq -r '[.matchConditions[]? | select(.name == "not-break-glass")] | length' <<<"$output")" 1
+    # No bindings: the audit scanner's reports are the policy's answers.
+    assert_equal "$(jq -r .backgroundAudit <<<"$output")" true
   done
-  assert_equal "$count" 5
+  assert_equal "$count" 6
+}
+
+@test "verify-manifest refuses bindings with the background audit on, saying why" {
+  local preset="$ROOT/deploy/identity/flux-tenants.yaml"
+  sed 's/^  backgroundAudit: false$/  backgroundAudit: true/' "$preset" >"$BATS_TEST_TMPDIR/audited.yaml"
+  sed '/^  backgroundAudit: false$/d' "$preset" >"$BATS_TEST_TMPDIR/default.yaml"
+  # And with the bindings in a scheme of the several-tools form.
+  sed 's/^  backgroundAudit: false$/  backgroundAudit: true/' "$ROOT/deploy/all-tools.yaml" >"$BATS_TEST_TMPDIR/schemes.yaml"
+  sed -i 's|^      - name: argocd$|      - name: argocd\n        bindings: [{writers: {users: [alice]}, owner: {argocd.argoproj.io/tracking-id: "shop*"}}]|' "$BATS_TEST_TMPDIR/schemes.yaml"
+  local manifest
+  for manifest in audited default schemes; do
+    run --separate-stderr "$POLICY_HOST" verify-manifest "$BATS_TEST_TMPDIR/$manifest.yaml" "$POLICY"
+    assert_failure
+    [[ "$stderr" == *"spec.backgroundAudit must be false with bindings: the audit scanner sends every object as written by one fixed identity"* ]] ||
+      fail "$manifest: $stderr"
+  done
 }
 
 @test "the real-Helm race's policy has deploy/helm.yaml's settings and matchConditions" {
@@ -154,6 +172,7 @@ sends_not() {
     spec="$output"
     assert_equal "$(jq -r .failurePolicy <<<"$spec")" Fail
     assert_equal "$(jq '.settings.bindings | length > 0' <<<"$spec")" true
+    assert_equal "$(jq -r .backgroundAudit <<<"$spec")" false
     if [ "$(jq -r .mutating <<<"$spec")" = true ]; then
       assert_equal "$(jq -r .settings.stamp <<<"$spec")" true
       assert_equal "$(jq -c '[.rules[].operations[]] | unique' <<<"$spec")" '["CREATE","UPDATE"]'

@@ -26,7 +26,7 @@ rows() {
     case "$settings" in
       "") ;;
       "{"*) args+=(--settings-json "$settings") ;;
-      identity/*)
+      identity/* | all-tools.yaml)
         # A preset's settings, as the ClusterAdmissionPolicy carries them.
         "$POLICY_HOST" verify-manifest "$ROOT/deploy/$settings" "$POLICY" | jq .settings >"$BATS_TEST_TMPDIR/preset.json"
         args+=(-s "$BATS_TEST_TMPDIR/preset.json") ;;
@@ -72,12 +72,26 @@ rows() {
     'is not a cluster-scoped owner kind' 'is owned by a namespaced owner' 'adopted by owner' \
     'orphaned: it no longer has owner' 'handed over from owner' 'cannot be read' 'unknown operation' \
     'Provided settings are not valid' 'may not create it: only writers bound to owner' \
-    'may not change it: only writers bound to owner' 'may not delete it'; do
+    'may not change it: only writers bound to owner' 'may not delete it' \
+    'would be created with the owners of two tools' 'and this UPDATE would give it a second owner' \
+    'keys of aliased tools are one owner on an object created with them all' \
+    'the successor its owner named in single-owner.kubewarden.io/handover-to: remove the former owner' \
+    'is finished'; do
     grep -qF -- "$phrase" <<<"$table" || fail "no row for '$phrase'"
   done
   # And the rules give no refusal or warning beyond those: one per Transition that is not an
   # acceptance, plus the four checks of the new object.
   local outcomes
-  outcomes="$(grep -cE '^\s+Transition::[A-Za-z]+( \{[^}]*\})?( if [^=]*)? => (reject|Verdict::warn)\(' "$ROOT/src/owner.rs")"
-  [ "$outcomes" -eq 8 ] || fail "src/owner.rs judges $outcomes transitions with a refusal or warning; the table knows 8"
+  outcomes="$(grep -cE '^\s+Transition::[A-Za-z]+( \{[^}]*\})?( if [^=]*)? => Verdict::(reject|warn)\(' "$ROOT/src/same_owner.rs")"
+  [ "$outcomes" -eq 8 ] || fail "src/same_owner.rs judges $outcomes transitions with a refusal or warning; the table knows 8"
+  # Across tools: README lists each answer of src/cross_tool.rs by its phrase; the four of
+  # adoption and orphaning are the rows above.
+  local listed phrase
+  listed="$(sed -n '/^<!-- across:begin -->$/,/^<!-- across:end -->$/p' "$ROOT/README.md" | grep -c '^- ')"
+  while IFS= read -r phrase; do
+    grep -qF -- "$phrase" "$ROOT/src/cross_tool.rs" || fail "README lists '$phrase', which src/cross_tool.rs does not say"
+  done < <(sed -n '/^<!-- across:begin -->$/,/^<!-- across:end -->$/p' "$ROOT/README.md" | sed -n 's/^- [^`]*`\([^`]*\)`.*/\1/p')
+  outcomes="$(grep -cE 'Verdict::(reject|warn)\(' "$ROOT/src/cross_tool.rs")"
+  [ "$outcomes" -eq $((listed + 4)) ] ||
+    fail "src/cross_tool.rs answers with $outcomes refusals or warnings; README lists $listed, and adoption and orphaning are 4"
 }

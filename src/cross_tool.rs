@@ -102,7 +102,7 @@ pub fn judge(
     let named = old.successor.as_ref().filter(|s| !old.carries(s));
     let is_successor = |owners: &[Owned]| {
         named.is_some_and(|s| {
-            (owners.iter()).any(|o| *o == *s)
+            owners.contains(s)
                 && (owners.iter())
                     .all(|o| schemes.same_owner((o.scheme, &o.owner), (s.scheme, &s.owner)))
         })

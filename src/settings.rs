@@ -1019,7 +1019,7 @@ mod tests {
         r#"{"aliases":[{"schemes":["a","b"],"keys":{}}]}"#,
         "aliases[0]: aliases relate the keys of two schemes, and there are no schemes"
     )]
-    #[case::binding_key_of_scheme(&format!(r#"{{"schemes":[{{"name":"helm","ownerAnnotations":["meta.helm.sh/release-name"],"bindings":[{{"writers":{{"users":["a"]}},"owner":{{"argocd.argoproj.io/tracking-id":"x"}}}}]}}]}}"#),
+    #[case::binding_key_of_scheme(r#"{"schemes":[{"name":"helm","ownerAnnotations":["meta.helm.sh/release-name"],"bindings":[{"writers":{"users":["a"]},"owner":{"argocd.argoproj.io/tracking-id":"x"}}]}]}"#,
         "schemes[0].bindings[0].owner \"argocd.argoproj.io/tracking-id\" is not an owner key")]
     #[case::handover_is_key_of_a_scheme(&format!(r#"{{{TWO},"handoverAnnotation":"argocd.argoproj.io/tracking-id"}}"#),
         "handoverAnnotation \"argocd.argoproj.io/tracking-id\" is also an owner key (schemes[1].ownerAnnotations[0])")]

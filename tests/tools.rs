@@ -34,7 +34,7 @@ use Tool::*;
 
 fn metadata(tools: &[Tool]) -> (Map<String, Value>, Map<String, Value>) {
     let (mut l, mut a) = (Map::new(), Map::new());
-    let mut helm = |a: &mut Map<String, Value>, name: &str, ns: &str| {
+    let helm = |a: &mut Map<String, Value>, name: &str, ns: &str| {
         a.insert("meta.helm.sh/release-name".into(), json!(name));
         a.insert("meta.helm.sh/release-namespace".into(), json!(ns));
     };

@@ -45,7 +45,7 @@ fn meta() -> impl Strategy<Value = Meta> {
     let annotations = (key(&["x", "y"]), key(&["1", "2", "01"]), key(successors));
     (labels, annotations).prop_map(|((kind, name, c, app), (release, revision, handover))| {
         let mut m: Meta = Default::default();
-        let mut put = |map: &mut BTreeMap<String, String>, k: &str, v: Option<String>| {
+        let put = |map: &mut BTreeMap<String, String>, k: &str, v: Option<String>| {
             if let Some(v) = v {
                 map.insert(k.to_string(), v);
             }

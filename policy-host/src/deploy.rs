@@ -49,6 +49,19 @@ pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
         spec["rules"].as_array().is_some_and(|r| !r.is_empty()),
         "spec.rules must not be empty"
     );
+    // Kubewarden audits by default; its audit scanner sends every object as a CREATE made by
+    // one fixed identity (Kubewarden's docs, audit-scanner limitations).
+    let audited = spec["backgroundAudit"] != false;
+    let binds = |s: &Value| s["bindings"].as_array().is_some_and(|b| !b.is_empty());
+    let schemes = spec["settings"]["schemes"].as_array();
+    if audited && (binds(&spec["settings"]) || schemes.is_some_and(|l| l.iter().any(binds))) {
+        bail!(
+            "spec.backgroundAudit must be false with bindings: the audit scanner sends every \
+             object as written by one fixed identity, so a policy with bindings would report \
+             every owned object as written by the wrong writer (backgroundAudit is true when \
+             absent)"
+        );
+    }
     let settings = match &spec["settings"] {
         Value::Null => serde_json::json!({}),
         s => s.clone(),
