@@ -120,11 +120,13 @@ cluster-up: annotated-policy.wasm $(HOST)
 cluster-down:
 	./scripts/cluster.sh down
 
-# Every rule through kubectl and the real API server, with the shipped manifests.
+# Every rule through kubectl, real Helm and the real API server, with the shipped manifests: the
+# one-tool presets, the identity presets, then the all-tools preset, each on a cluster of its own.
 cluster-e2e: annotated-policy.wasm $(HOST)
 	@./scripts/setup.sh test
 	trap './scripts/cluster.sh down' EXIT; ./scripts/cluster.sh up && bats e2e-tests/cluster/ && \
-		./scripts/cluster.sh up deploy/identity/*.yaml && bats e2e-tests/cluster-identity/
+		./scripts/cluster.sh up deploy/identity/*.yaml && bats e2e-tests/cluster-identity/ && \
+		./scripts/cluster.sh up deploy/all-tools.yaml && bats e2e-tests/cluster-tools/
 
 # The race through real API servers: every scenario, write style and mode through one API
 # server, then again with the writers split between two on the same etcd, each with a

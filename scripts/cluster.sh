@@ -3,7 +3,7 @@
 # kube-apiservers on that etcd, the webhook backend (policy-server when POLICY_SERVER is
 # given, else `policy-host serve`), and the ValidatingWebhookConfigurations that
 # kubewarden-controller makes of the given ClusterAdmissionPolicy manifests (by default the
-# shipped deploy/*.yaml), served with the built module.
+# shipped one-tool presets, deploy/*.yaml but all-tools.yaml), served with the built module.
 #
 # usage: scripts/cluster.sh up [--apiservers N] [--backends N] [--apply FILE]... [--probe FILE]
 #                              [--storage-json] [MANIFEST...]
@@ -134,7 +134,13 @@ up() {
       *) manifests+=("$1"); shift ;;
     esac
   done
-  [ ${#manifests[@]} -gt 0 ] || manifests=("$root"/deploy/*.yaml)
+  if [ ${#manifests[@]} -eq 0 ]; then
+    # The one-tool presets; deploy/all-tools.yaml judges the same objects, on a cluster of its own.
+    local m
+    for m in "$root"/deploy/*.yaml; do
+      [ "$(basename "$m")" = all-tools.yaml ] || manifests+=("$m")
+    done
+  fi
   [ -f "$module" ] || die "no module at $module (make annotated-policy.wasm)"
   [ -x "$policy_host" ] || die "no policy-host at $policy_host (make host)"
   if [ -d "$dir/pids" ] && ls "$dir"/pids/*.pid >/dev/null 2>&1; then

@@ -62,7 +62,8 @@ def parse():
 
 
 def values(pairs):
-    """--set a=b,c=d and --set x.y=z, as plain strings (what the tests need of the CLI's)."""
+    """--set a=b,c=d and --set x.y=z, as plain strings, a dot escaped as `\\.` (what the tests
+    need of the CLI's: `--set 'labels.example\\.com/k=v'` sets the label example.com/k)."""
     out = {}
     for arg in pairs:
         for pair in arg.split(","):
@@ -70,7 +71,8 @@ def values(pairs):
             if not sep:
                 sys.exit(f"Error: --set {pair!r}: expected KEY=VALUE")
             node = out
-            *parents, last = key.split(".")
+            parts = [p.replace("\0", ".") for p in key.replace("\\.", "\0").split(".")]
+            *parents, last = parts
             for part in parents:
                 node = node.setdefault(part, {})
             node[last] = value

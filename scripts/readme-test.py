@@ -16,7 +16,9 @@ README's conventions, which this test holds it to:
 A command that cannot run here is skipped with the reason, printed; every other failure fails
 the test. The last line says `N passed, N failed, N skipped`.
 
-usage: readme-test.py [--readme README.md] [--list] [--cluster NAME]
+usage: readme-test.py [--readme README.md] [--list] [--cluster NAME [--start-at N] [--stop-after N]]
+  (--start-at, --stop-after: of the cluster block's commands, 1 for the first, so that a suite
+  can check what holds between two steps)
 """
 import argparse
 import os
@@ -117,6 +119,8 @@ def main():
     ap.add_argument("--readme", default=str(ROOT / "README.md"))
     ap.add_argument("--list", action="store_true", help="print the plan, run nothing")
     ap.add_argument("--cluster", help="run the cluster block whose first line names CLUSTER")
+    ap.add_argument("--start-at", type=int, default=1)
+    ap.add_argument("--stop-after", type=int, default=0)
     args = ap.parse_args()
     readme = pathlib.Path(args.readme)
     steps = plan(readme)
@@ -125,6 +129,12 @@ def main():
         if len(steps) != 1:
             sys.exit(f"readme-test: {len(steps)} cluster blocks name {args.cluster!r}")
         steps[0][0] = "local"
+        last = args.stop_after or len(steps[0][2])
+        if not 1 <= args.start_at <= last <= len(steps[0][2]):
+            sys.exit(f"readme-test: the block has {len(steps[0][2])} commands")
+        if last < len(steps[0][2]):
+            steps[0][3] = None  # the expected output is the last command's
+        steps[0][2] = steps[0][2][args.start_at - 1:last]
     passed = failed = skipped = 0
     for kind, _, cmds, expected, mark in steps:
         for n, (line, cmd) in enumerate(cmds):

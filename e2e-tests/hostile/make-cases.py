@@ -192,6 +192,38 @@ case("settings-deep", "validate_settings", '{"ownerLabels":' + "[" * 100000 + "]
 case("settings-10000-keys", "validate_settings", json.dumps({"ownerLabels": [f"example.com/k{i}" for i in range(10000)]}), "valid")
 case("settings-duplicate-field", "validate_settings", '{"allowAdoption":true,"allowAdoption":false}', "invalid", "duplicate field `allowAdoption`")
 
+# Several tools (the several-tools form): hostile settings, and requests whose keys of two
+# tools are malformed, duplicated or huge.
+TOOLS = json.dumps({"schemes": [
+    {"name": "olm-v1", "ownerLabels": [KIND, NAME]},
+    {"name": "helm", "ownerAnnotations": ["meta.helm.sh/release-name", "meta.helm.sh/release-namespace"]},
+    {"name": "flux-helm", "ownerLabels": ["helm.toolkit.fluxcd.io/name"]}],
+    "aliases": [{"schemes": ["flux-helm", "helm"], "keys": {"helm.toolkit.fluxcd.io/name": "meta.helm.sh/release-name"}}],
+    "handoverAnnotation": "example.com/handover-to"})
+helm_ann = lambda r: json.dumps({"meta.helm.sh/release-name": r, "meta.helm.sh/release-namespace": "ns"})
+case("tools-second-owner", "validate", req(obj(owner("a"), helm_ann("r")), obj(owner("a")), settings=TOOLS), "reject",
+     "would give it a second owner, [meta.helm.sh/release-name=r, meta.helm.sh/release-namespace=ns] (helm)", code=403)
+case("tools-created-with-two", "validate", req(obj(owner("a"), helm_ann("r")), operation="CREATE", settings=TOOLS), "reject",
+     "would be created with the owners of two tools", code=403)
+case("tools-alias-one-owner", "validate", req(obj('{"helm.toolkit.fluxcd.io/name":"r"}', helm_ann("r")), operation="CREATE", settings=TOOLS), "accept")
+case("tools-helm-annotation-number", "validate", req(obj(owner("a"), '{"meta.helm.sh/release-name":7}'), obj(owner("a")), settings=TOOLS), "reject",
+     'metadata.annotations "meta.helm.sh/release-name" must be a string, not a number')
+case("tools-helm-annotation-twice", "validate", req(obj('{}', '{"meta.helm.sh/release-name":"a","meta.helm.sh/release-name":"b"}'), obj(), settings=TOOLS), "reject",
+     'metadata.annotations has the key "meta.helm.sh/release-name" more than once')
+case("tools-successor-of-two-tools", "validate", req(obj(owner("a"), json.dumps({"example.com/handover-to": f"{NAME}=b,meta.helm.sh/release-name=r"})), obj(owner("a")), settings=TOOLS), "reject",
+     "another tool than", code=403)
+many_tools = {f"example.com/k{i}": f"v{i}" for i in range(5000)}
+case("tools-5000-labels-second-owner", "validate", req(obj(json.dumps({**many_tools, **json.loads(owner("a")), "helm.toolkit.fluxcd.io/name": "x"})), obj(json.dumps({**many_tools, **json.loads(owner("a"))})), settings=TOOLS),
+     "reject", "second owner, [helm.toolkit.fluxcd.io/name=x] (flux-helm)", code=403)
+case("settings-tools-deep", "validate_settings", '{"schemes":' + "[" * 100000 + "]" * 100000 + "}", "invalid", "invalid type: sequence, expected a string")
+case("settings-tools-1000-schemes", "validate_settings", json.dumps({"schemes": [{"name": f"t{i}", "ownerLabels": [f"example.com/k{i}"]} for i in range(1000)]}), "valid")
+case("settings-tools-key-twice", "validate_settings", json.dumps({"schemes": [{"name": "a", "ownerLabels": ["x"]}, {"name": "b", "ownerLabels": ["x"]}]}), "invalid",
+     'schemes[1].ownerLabels[0] "x" is also schemes[0].ownerLabels[0] ("a")')
+case("settings-tools-alias-unknown", "validate_settings", json.dumps({"schemes": [{"name": "a", "ownerLabels": ["x"]}], "aliases": [{"schemes": ["a", "zz"], "keys": {}}]}), "invalid",
+     'aliases[0].schemes names "zz", which is not a scheme')
+case("settings-tools-alias-key-twice", "validate_settings", '{"schemes":[{"name":"a","ownerLabels":["x"]},{"name":"b","ownerLabels":["y"]}],"aliases":[{"schemes":["a","b"],"keys":{"x":"y","x":"y"}}]}', "invalid",
+     'the owner key "x" is given twice')
+
 out = pathlib.Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
 with open(out / "cases.tsv", "w") as table:

@@ -1,10 +1,12 @@
 //! Structure-aware AdmissionRequests: labels and annotations from a small alphabet so that
 //! owners, revisions and successors often collide, unrelated nesting, objects present or
 //! not, and now and then a malformation; and, with bindings, a writer in `userInfo` (before or
-//! after the operation). The oracle is the reference model of the rules in
-//! `tests/support/model.rs` and of the identity rules in `tests/support/identity_model.rs`,
-//! written apart from the policy: every well-formed request gets exactly the models' decision,
-//! every malformed one is rejected, and every rejection says why.
+//! after the operation); or the keys of three tools, two of them aliases, with successors of
+//! each. The oracle is the reference model of the rules in `tests/support/model.rs`, of the
+//! rules across tools in `tests/support/tools_model.rs` and of the identity rules in
+//! `tests/support/identity_model.rs`, written apart from the policy: every well-formed request
+//! gets exactly the models' decision, every malformed one is rejected, and every rejection
+//! says why.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -18,11 +20,39 @@ use single_owner_policy::admission;
 mod identity_model;
 #[path = "../../tests/support/model.rs"]
 mod model;
+#[path = "../../tests/support/tools_model.rs"]
+mod tools_model;
 
 use model::{HANDOVER, Meta, OWNER_ANNOTATION, OWNER_LABELS, REVISION};
 
 const LABEL_KEYS: [&str; 4] = [OWNER_LABELS[0], OWNER_LABELS[1], "app", "tier"];
 const ANNOTATION_KEYS: [&str; 4] = [OWNER_ANNOTATION, REVISION, HANDOVER, "note"];
+/// The keys and values of the several-tools model.
+const TOOL_LABEL_KEYS: [&str; 4] = ["a/kind", "a/name", "c/name", "app"];
+const TOOL_ANNOTATION_KEYS: [&str; 4] = [
+    "b/release",
+    tools_model::REVISION,
+    tools_model::HANDOVER,
+    "note",
+];
+const TOOL_VALUES: [&str; 16] = [
+    "",
+    "x",
+    "y",
+    "1",
+    "2",
+    "01",
+    "a/name=x",
+    "a/name=y",
+    "a/kind=x,a/name=y",
+    "b/release=x",
+    "b/release=y",
+    "c/name=x",
+    "c/name=y",
+    "a/name=x,b/release=x",
+    "c/name=x, c/name=y",
+    "app=x",
+];
 const VALUES: [&str; 20] = [
     "",
     "a",
@@ -87,32 +117,37 @@ struct Input {
     /// With bindings: the writer (an index into `identity_model::WRITERS`), and whether its
     /// `userInfo` comes before the operation.
     writer: Option<(u8, bool)>,
+    /// The several-tools model's keys and settings instead (without bindings).
+    tools: bool,
 }
 
-fn map(pairs: &[(u8, u8)], keys: &[&str]) -> BTreeMap<String, String> {
+fn map(pairs: &[(u8, u8)], keys: &[&str], values: &[&str]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| {
             let key = keys[*k as usize % keys.len()].to_string();
-            (key, VALUES[*v as usize % VALUES.len()].to_string())
+            (key, values[*v as usize % values.len()].to_string())
         })
         .collect()
 }
 
-fn meta(o: &Object) -> Meta {
+fn meta(o: &Object, tools: bool) -> Meta {
+    let (labels, annotations, values): (&[&str], &[&str], &[&str]) = match tools {
+        true => (&TOOL_LABEL_KEYS, &TOOL_ANNOTATION_KEYS, &TOOL_VALUES),
+        false => (&LABEL_KEYS, &ANNOTATION_KEYS, &VALUES),
+    };
     (
-        o.labels
-            .as_deref()
-            .map(|l| map(l, &LABEL_KEYS))
+        (o.labels.as_deref())
+            .map(|l| map(l, labels, values))
             .unwrap_or_default(),
         (o.annotations.as_deref())
-            .map(|a| map(a, &ANNOTATION_KEYS))
+            .map(|a| map(a, annotations, values))
             .unwrap_or_default(),
     )
 }
 
-fn object_json(o: &Object) -> String {
-    let (labels, annotations) = meta(o);
+fn object_json(o: &Object, tools: bool) -> String {
+    let (labels, annotations) = meta(o, tools);
     let mut metadata = Map::new();
     metadata.insert("name".into(), json!("o"));
     if o.labels.is_some() {
@@ -138,8 +173,9 @@ fuzz_target!(|input: Input| {
         Operation::Delete => "DELETE",
         Operation::Connect => "CONNECT",
     };
-    let object = input.new.as_ref().map_or("null".to_string(), object_json);
-    let old = input.old.as_ref().map_or("null".to_string(), object_json);
+    let tools = input.tools && input.writer.is_none();
+    let object = (input.new.as_ref()).map_or("null".to_string(), |o| object_json(o, tools));
+    let old = (input.old.as_ref()).map_or("null".to_string(), |o| object_json(o, tools));
     let namespace = if input.namespaced {
         r#""namespace":"team-a","#
     } else {
@@ -148,9 +184,10 @@ fuzz_target!(|input: Input| {
     let writer = input
         .writer
         .map(|(w, first)| (w as usize % identity_model::WRITERS.len(), first));
-    let settings = match writer {
-        Some(_) => identity_model::settings(input.adoption, input.orphaning),
-        None => model::settings(input.adoption, input.orphaning),
+    let settings = match (writer, tools) {
+        (Some(_), _) => identity_model::settings(input.adoption, input.orphaning),
+        (None, true) => tools_model::settings(input.adoption, input.orphaning),
+        (None, false) => model::settings(input.adoption, input.orphaning),
     };
     let user_info = writer.map_or(String::new(), |(w, _)| {
         let (username, groups) = identity_model::WRITERS[w];
@@ -172,6 +209,10 @@ fuzz_target!(|input: Input| {
     let edited = match input.malformation {
         Malformation::None => payload.clone(),
         Malformation::LabelValueNumber => insert(&payload, r#""metadata":{"labels":{"n":1},"#),
+        Malformation::DuplicateOwnerLabel if tools => insert(
+            &payload,
+            r#""metadata":{"labels":{"a/name":"a","a/name":"a"},"#,
+        ),
         Malformation::DuplicateOwnerLabel => insert(
             &payload,
             r#""metadata":{"labels":{"owner/name":"a","owner/name":"a"},"#,
@@ -218,12 +259,17 @@ fuzz_target!(|input: Input| {
         assert!(answer.accepted, "{edited} -> {:?}", answer.message);
         return;
     }
+    let meta = |o: &Object| meta(o, tools);
     let (old, new) = (input.old.as_ref().map(meta), input.new.as_ref().map(meta));
+    let rules = match tools {
+        true => tools_model::accepts,
+        false => model::accepts,
+    };
     // With bindings, a DELETE must carry its stored object.
     let delete_without_old =
         writer.is_some() && matches!(input.operation, Operation::Delete) && input.old.is_none();
     let expected = !delete_without_old
-        && model::accepts(
+        && rules(
             operation,
             old.as_ref(),
             new.as_ref(),
