@@ -82,6 +82,11 @@ IDENTITY = [
                                    "owner": {OLM_KIND: "ClusterExtension", OLM_NAME: "ext-a"}}]}, True, True),
 ]
 LARGE = ("crd-prometheus", "crd-synthetic-1mb", "crd-synthetic-4mb", "configmap-1mb", "configmap-4mb")
+# Several tools: deploy/all-tools.yaml's settings (tests/support/all-tools.json) against the
+# one-tool OLM v1 defaults, on the same requests: (request, accepted under all-tools).
+ALL_TOOLS = json.loads((ROOT / "tests/support/all-tools.json").read_text())
+TOOLS = [("crd-2kb-accept", True), ("crd-2kb-reject", False), ("crd-2kb-second-tool", False),
+         ("crd-prometheus-accept", True), ("crd-prometheus-reject", False), ("crd-prometheus-second-tool", False)]
 
 
 def bench(module, request, args, end_to_end=False, fresh_instance=False, settings=None):
@@ -204,6 +209,20 @@ def main():
         assert p["accepted"] == accepted and p["mutated"] == stamped, f"{label}: {p}"
         say(f"| {label} | {name} | {p['median_ns'] / 1000:,.1f} | {n['median_ns'] / 1000:,.1f} "
             f"| {p['median_ns'] / n['median_ns']:.2f}x |")
+
+    say("\nSeveral tools (policy.wasm, one instance): the one-tool OLM v1 defaults (`{}`) and "
+        "deploy/all-tools.yaml's settings (six schemes, two aliases) on the same requests; "
+        "`second-tool` adds a Helm release's annotations to a ClusterExtension's CRD, which only "
+        "all-tools refuses:\n")
+    say("| request | one tool µs | all tools µs | null µs | one tool/null | all tools/null | all tools/one tool |")
+    say("|---|---|---|---|---|---|---|")
+    for name, accepted in TOOLS:
+        path = requests / f"{name}.json"
+        one, every = bench(MODULES["policy"], path, args, settings={}), bench(MODULES["policy"], path, args, settings=ALL_TOOLS)
+        n = bench(MODULES["null"], path, args)
+        assert every["accepted"] == accepted, f"{name} under all-tools: {every}"
+        o, a, z = one["median_ns"] / 1000, every["median_ns"] / 1000, n["median_ns"] / 1000
+        say(f"| {name} | {o:,.1f} | {a:,.1f} | {z:,.1f} | {o / z:.2f}x | {a / z:.2f}x | {a / o:.2f}x |")
 
     def med(case, outcome="reject", module="policy"):
         return results[(case, outcome)][module]["median_ns"]

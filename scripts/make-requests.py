@@ -160,6 +160,17 @@ def creates():
         yield name, r
 
 
+def second_tools():
+    """UPDATEs that add a Helm release's annotations to a CRD a ClusterExtension owns: refused
+    across tools under deploy/all-tools.yaml (bench/run.py's several-tools table)."""
+    for name, obj in (("crd-2kb", small_crd()), ("crd-prometheus", json.loads(PROMETHEUS.read_text()))):
+        old = owned(obj, "ext-a")
+        new = copy.deepcopy(old)
+        new["metadata"].setdefault("annotations", {}).update(
+            {"meta.helm.sh/release-name": "widgets", "meta.helm.sh/release-namespace": "widgets"})
+        yield name, request("CustomResourceDefinition", "apiextensions.k8s.io", new, old)
+
+
 def cases():
     yield "crd-2kb", pair("CustomResourceDefinition", "apiextensions.k8s.io", small_crd())
     yield "crd-managed", pair("CustomResourceDefinition", "apiextensions.k8s.io", managed(small_crd()))
@@ -187,6 +198,8 @@ def main():
             (out / f"{name}-{outcome}.json").write_text(json.dumps(req, separators=(",", ":")))
     for name, req in creates():
         (out / f"{name}-create.json").write_text(json.dumps(req, separators=(",", ":")))
+    for name, req in second_tools():
+        (out / f"{name}-second-tool.json").write_text(json.dumps(req, separators=(",", ":")))
 
 
 if __name__ == "__main__":

@@ -250,15 +250,8 @@ pub fn judge(
             return adopted(schemes, settings, subject, &new.owners);
         }
         if is_successor(&added) {
-            return Verdict::warn(message!(
-                subject,
-                " handed over from owner ",
-                Owners(schemes, &old.owners),
-                " to owner ",
-                Owners(schemes, &added),
-                ", the successor its owner named in ",
-                handover,
-            ));
+            let finish = None;
+            return Verdict::warn(handed_over(schemes, subject, &old.owners, &added, finish));
         }
         return Verdict::reject(message!(
             subject,
@@ -286,18 +279,8 @@ pub fn judge(
             .cloned()
             .collect();
         if former.len() == old.owners.len() {
-            return Verdict::warn(message!(
-                subject,
-                " handed over from owner ",
-                Owners(schemes, &old.owners),
-                " to owner ",
-                Owners(schemes, &added),
-                ", the successor its owner named in ",
-                handover,
-                ": remove the former owner's keys (",
-                KeysOf(schemes, &old.owners),
-                ") to finish",
-            ));
+            let finish = Some(KeysOf(schemes, &old.owners));
+            return Verdict::warn(handed_over(schemes, subject, &old.owners, &added, finish));
         }
     }
     let current = if kept.is_empty() { &old.owners } else { &kept };
@@ -311,6 +294,31 @@ pub fn judge(
          other's writes.",
         Advice(schemes, current, &added),
     ))
+}
+
+/// The warning of a handover between tools: done in one write, or (with the former owner's
+/// keys still to remove) started.
+fn handed_over(
+    schemes: &Schemes,
+    subject: &Subject,
+    from: &[Owned],
+    to: &[Owned],
+    finish: Option<KeysOf>,
+) -> String {
+    message!(
+        subject,
+        " handed over from owner ",
+        Owners(schemes, from),
+        " to owner ",
+        Owners(schemes, to),
+        ", the successor its owner named in ",
+        schemes.handover_annotation,
+        finish
+            .as_ref()
+            .map(|_| ": remove the former owner's keys ("),
+        finish,
+        finish.as_ref().map(|_| ") to finish"),
+    )
 }
 
 /// An unowned object gains an owner: accepted with a warning, unless adoption is off.

@@ -30,19 +30,11 @@ fn meta() -> impl Strategy<Value = Meta> {
         key(&["x", "y"]),
         key(&["1"]),
     );
-    let successors: &'static [&'static str] = &[
-        "a/name=x",
-        "a/name=y",
-        "a/kind=x,a/name=y",
-        "b/release=x",
-        "b/release=y",
-        "c/name=x",
-        "c/name=y",
-        "a/name=x,b/release=x",
-        "c/name=x, c/name=y",
-        "app=x",
-    ];
-    let annotations = (key(&["x", "y"]), key(&["1", "2", "01"]), key(successors));
+    let annotations = (
+        key(&["x", "y"]),
+        key(&["1", "2", "01"]),
+        key(&model::SUCCESSORS),
+    );
     (labels, annotations).prop_map(|((kind, name, c, app), (release, revision, handover))| {
         let mut m: Meta = Default::default();
         let put = |map: &mut BTreeMap<String, String>, k: &str, v: Option<String>| {

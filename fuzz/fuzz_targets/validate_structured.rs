@@ -35,24 +35,8 @@ const TOOL_ANNOTATION_KEYS: [&str; 4] = [
     tools_model::HANDOVER,
     "note",
 ];
-const TOOL_VALUES: [&str; 16] = [
-    "",
-    "x",
-    "y",
-    "1",
-    "2",
-    "01",
-    "a/name=x",
-    "a/name=y",
-    "a/kind=x,a/name=y",
-    "b/release=x",
-    "b/release=y",
-    "c/name=x",
-    "c/name=y",
-    "a/name=x,b/release=x",
-    "c/name=x, c/name=y",
-    "app=x",
-];
+/// The several-tools model's values: owners' and revisions', then its successors.
+const TOOL_VALUES: [&str; 6] = ["", "x", "y", "1", "2", "01"];
 const VALUES: [&str; 20] = [
     "",
     "a",
@@ -121,6 +105,21 @@ struct Input {
     tools: bool,
 }
 
+/// Owners', revisions' and successors' values of the several-tools model.
+const TOOL_VALUES_ALL: [&str; 16] = {
+    let mut all = [""; 16];
+    let mut i = 0;
+    while i < 16 {
+        all[i] = if i < 6 {
+            TOOL_VALUES[i]
+        } else {
+            tools_model::SUCCESSORS[i - 6]
+        };
+        i += 1;
+    }
+    all
+};
+
 fn map(pairs: &[(u8, u8)], keys: &[&str], values: &[&str]) -> BTreeMap<String, String> {
     pairs
         .iter()
@@ -133,7 +132,7 @@ fn map(pairs: &[(u8, u8)], keys: &[&str], values: &[&str]) -> BTreeMap<String, S
 
 fn meta(o: &Object, tools: bool) -> Meta {
     let (labels, annotations, values): (&[&str], &[&str], &[&str]) = match tools {
-        true => (&TOOL_LABEL_KEYS, &TOOL_ANNOTATION_KEYS, &TOOL_VALUES),
+        true => (&TOOL_LABEL_KEYS, &TOOL_ANNOTATION_KEYS, &TOOL_VALUES_ALL),
         false => (&LABEL_KEYS, &ANNOTATION_KEYS, &VALUES),
     };
     (

@@ -17,6 +17,19 @@ pub const KEYS: [(usize, &str, bool); 4] = [
     (2, "c/name", true),
 ];
 pub const REVISION: &str = "a/revision";
+/// Successors the generators pick from: of each tool, of two tools at once, malformed.
+pub const SUCCESSORS: [&str; 10] = [
+    "a/name=x",
+    "a/name=y",
+    "a/kind=x,a/name=y",
+    "b/release=x",
+    "b/release=y",
+    "c/name=x",
+    "c/name=y",
+    "a/name=x,b/release=x",
+    "c/name=x, c/name=y",
+    "app=x",
+];
 pub const HANDOVER: &str = "h";
 
 /// An object's labels and annotations.
