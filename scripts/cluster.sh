@@ -28,6 +28,14 @@ log() { echo "cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_ports N: N ports, each free when held together (a port next to a free one may well be
+# taken: connections' local ports are handed out in runs).
+free_ports() {
+  python3 -c 'import socket, sys
+held = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in held: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
+}
 
 # wait_for SECONDS WHAT COMMAND...: runs COMMAND until it succeeds, at most SECONDS.
 wait_for() {
@@ -77,23 +85,25 @@ down() {
 backend_start() {
   # shellcheck disable=SC1091
   source "$dir/env"
-  local i
+  local i ready readiness
+  read -ra readiness <<<"$READINESS_PORTS"
   for i in $(seq 1 "$BACKENDS"); do
+    ready="${readiness[i - 1]}"
     if [ -n "${POLICY_SERVER:-}" ]; then
       # policy-server binds its port alone: with it, one backend.
       [ "$i" = 1 ] || break
       start "backend-$i" "$POLICY_SERVER" --policies "$dir/policies.yml" --addr 127.0.0.1 \
-        --port "$BACKEND_PORT" --readiness-probe-port "$((READINESS_PORT + i - 1))" \
+        --port "$BACKEND_PORT" --readiness-probe-port "$ready" \
         --cert-file "$dir/certs/backend.crt" --key-file "$dir/certs/backend.key" \
         --policies-download-dir "$dir/downloads" --sigstore-cache-dir "$dir/sigstore" \
         --workers 2 --log-fmt json --ignore-kubernetes-connection-failure
     else
       start "backend-$i" "$policy_host" serve --policies "$dir/policies.yml" --addr 127.0.0.1 \
-        --port "$BACKEND_PORT" --readiness-probe-port "$((READINESS_PORT + i - 1))" \
+        --port "$BACKEND_PORT" --readiness-probe-port "$ready" \
         --cert-file "$dir/certs/backend.crt" --key-file "$dir/certs/backend.key" \
         --workers 2 --log "$dir/requests.jsonl"
     fi
-    wait_for 60 "webhook backend $i" curl -sf "http://127.0.0.1:$((READINESS_PORT + i - 1))/readiness" ||
+    wait_for 60 "webhook backend $i" curl -sf "http://127.0.0.1:$ready/readiness" ||
       die "backend $i did not become ready in 60 s: $(tail -5 "$dir/backend-$i.log")"
   done
 }
@@ -220,7 +230,7 @@ export APISERVER_CA="$dir/certs/ca.crt"
 export KUBERNETES_MINOR="$minor"
 export ETCD_URL="http://127.0.0.1:$etcd_port"
 export BACKEND_PORT="$backend_port"
-export READINESS_PORT="$(free_port)"
+export READINESS_PORTS="$(free_ports "$backends")"
 export BACKENDS="$backends"
 export BACKEND_LOG="$dir/requests.jsonl"
 export POLICY_MODULE="$module"
