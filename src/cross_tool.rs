@@ -73,227 +73,295 @@ pub fn judge(
 ) -> Verdict {
     let new = Across::of(schemes, new);
     let Some(old) = old else {
-        if schemes.one_owner(&new.owners) {
-            return Verdict::accept();
-        }
-        return Verdict::reject(message!(
+        return created(schemes, subject, &new);
+    };
+    let update = Update::new(schemes, settings, subject, Across::of(schemes, old), new);
+    match (&update.stored_handover, update.added.is_empty()) {
+        (Some((to, from)), true) => update.during_handover(to, from),
+        (None, true) => update.no_tool_added(),
+        (_, false) if schemes.one_owner(&update.new.owners) => update.another_tools_owner(),
+        (_, false) => update.second_owner(),
+    }
+}
+
+/// A new object: one owner across tools (an owner and its aliases are one), or none.
+fn created(schemes: &Schemes, subject: &Subject, new: &Across) -> Verdict {
+    if schemes.one_owner(&new.owners) {
+        return Verdict::accept();
+    }
+    Verdict::reject(message!(
+        subject,
+        " would be created with the owners of two tools, ",
+        Owners(schemes, &new.owners),
+        ": an object has one owner across tools, and two tools that both own it undo \
+         each other's writes. Create it from one tool only: remove it from the other \
+         tool's sources (if the two tools write one owner, relate their schemes with an \
+         alias).",
+    ))
+}
+
+/// An UPDATE across tools: where the stored object and the new one stand, and the new
+/// object's owners under the tools the stored one has no owner under (`added`) or has
+/// (`kept`).
+struct Update<'c, 'm> {
+    schemes: &'c Schemes,
+    settings: &'c Settings,
+    subject: &'c Subject<'c, 'c>,
+    old: Across<'m>,
+    new: Across<'m>,
+    added: Vec<Owned<'m>>,
+    kept: Vec<Owned<'m>>,
+    /// A cross-tool handover under way on the stored object: the successor's owners and
+    /// the former owner's (`Across::handing_over`).
+    stored_handover: Option<(Vec<Owned<'m>>, Vec<Owned<'m>>)>,
+}
+
+impl<'c, 'm> Update<'c, 'm> {
+    fn new(
+        schemes: &'c Schemes,
+        settings: &'c Settings,
+        subject: &'c Subject<'c, 'c>,
+        old: Across<'m>,
+        new: Across<'m>,
+    ) -> Self {
+        let (kept, added) = (new.owners.iter().cloned()).partition(|o| old.has_scheme(o.scheme));
+        let stored_handover = old.handing_over(schemes);
+        Update {
+            schemes,
+            settings,
             subject,
-            " would be created with the owners of two tools, ",
-            Owners(schemes, &new.owners),
-            ": an object has one owner across tools, and two tools that both own it undo \
-             each other's writes. Create it from one tool only: remove it from the other \
-             tool's sources (if the two tools write one owner, relate their schemes with an \
-             alias).",
-        ));
-    };
-    let old = Across::of(schemes, old);
-    let handover = &schemes.handover_annotation;
-    let added: Vec<Owned> = (new.owners.iter())
-        .filter(|o| !old.has_scheme(o.scheme))
-        .cloned()
-        .collect();
-    let kept: Vec<Owned> = (new.owners.iter())
-        .filter(|o| old.has_scheme(o.scheme))
-        .cloned()
-        .collect();
-    let stored_handover = old.handing_over(schemes);
-    // Whether `owners` are the successor the stored object names (and its aliases), an owner
-    // other than the stored one.
-    let named = old.successor.as_ref().filter(|s| !old.carries(s));
-    let is_successor = |owners: &[Owned]| {
-        named.is_some_and(|s| {
+            old,
+            new,
+            added,
+            kept,
+            stored_handover,
+        }
+    }
+
+    /// The successor the stored object names, when it is an owner other than the stored one.
+    fn named(&self) -> Option<&Owned<'m>> {
+        self.old.successor.as_ref().filter(|s| !self.old.carries(s))
+    }
+
+    /// Whether `owners` are the named successor (and its aliases).
+    fn is_successor(&self, owners: &[Owned<'m>]) -> bool {
+        self.named().is_some_and(|s| {
             owners.contains(s)
-                && (owners.iter())
-                    .all(|o| schemes.same_owner((o.scheme, &o.owner), (s.scheme, &s.owner)))
+                && (owners.iter()).all(|o| {
+                    self.schemes
+                        .same_owner((o.scheme, &o.owner), (s.scheme, &s.owner))
+                })
         })
-    };
-    if added.is_empty() {
-        if let Some((to, from)) = &stored_handover {
-            if new.owners.is_empty() {
-                // Both the successor's keys and the former owner's go: the object is released.
-                return released(schemes, settings, subject, &old.owners);
-            }
-            let successor_stays = to.iter().all(|o| new.carries(o));
-            if !successor_stays {
-                return Verdict::reject(message!(
-                    subject,
-                    " was handed over to ",
-                    Owners(schemes, to),
-                    " (",
-                    handover,
-                    "), and this UPDATE would remove its keys and leave those of its former \
-                     owner, ",
-                    Owners(schemes, from),
-                    ": the former owner cannot take it back. Remove the former owner's keys to \
-                     finish the handover, or have the successor hand it back (name the former \
-                     owner in ",
-                    handover,
-                    ").",
-                ));
-            }
-            if schemes.one_owner(&new.owners) {
-                return Verdict::warn(message!(
-                    subject,
-                    " released by its former owner ",
-                    Owners(schemes, from),
-                    ": the handover to ",
-                    Owners(schemes, to),
-                    " is finished",
-                ));
-            }
-            let same_successor = new.handing_over(schemes).is_some_and(|(to2, _)| to2 == *to);
-            if !same_successor {
-                return Verdict::reject(message!(
-                    subject,
-                    " is owned by ",
-                    Owners(schemes, to),
-                    ", the successor named in ",
-                    handover,
-                    ", and still carries the keys of its former owner ",
-                    Owners(schemes, from),
-                    ": this UPDATE would remove or change the annotation but keep both, \
-                     leaving two owners. Remove the former owner's keys (",
-                    KeysOf(schemes, from),
-                    ") first, or in the same write.",
-                ));
-            }
+    }
+
+    /// No tool's keys added while a handover between tools is under way on the stored object
+    /// (`to`: the successor's owners, `from`: what is left of the former owner's): the
+    /// handover goes on or is finished, and the former owner cannot take the object back.
+    fn during_handover(&self, to: &[Owned<'m>], from: &[Owned<'m>]) -> Verdict {
+        let (schemes, subject) = (self.schemes, self.subject);
+        let handover = &schemes.handover_annotation;
+        if self.new.owners.is_empty() {
+            // Both the successor's keys and the former owner's go: the object is released.
+            return released(schemes, self.settings, subject, &self.old.owners);
+        }
+        if !to.iter().all(|o| self.new.carries(o)) {
+            return Verdict::reject(message!(
+                subject,
+                " was handed over to ",
+                Owners(schemes, to),
+                " (",
+                handover,
+                "), and this UPDATE would remove its keys and leave those of its former \
+                 owner, ",
+                Owners(schemes, from),
+                ": the former owner cannot take it back. Remove the former owner's keys to \
+                 finish the handover, or have the successor hand it back (name the former \
+                 owner in ",
+                handover,
+                ").",
+            ));
+        }
+        if schemes.one_owner(&self.new.owners) {
             return Verdict::warn(message!(
+                subject,
+                " released by its former owner ",
+                Owners(schemes, from),
+                ": the handover to ",
+                Owners(schemes, to),
+                " is finished",
+            ));
+        }
+        let same_successor = (self.new.handing_over(schemes)).is_some_and(|(to2, _)| to2 == to);
+        if !same_successor {
+            return Verdict::reject(message!(
                 subject,
                 " is owned by ",
                 Owners(schemes, to),
                 ", the successor named in ",
                 handover,
-                "; the owner keys of its former owner ",
+                ", and still carries the keys of its former owner ",
                 Owners(schemes, from),
-                " are left: remove them (",
+                ": this UPDATE would remove or change the annotation but keep both, \
+                 leaving two owners. Remove the former owner's keys (",
                 KeysOf(schemes, from),
-                ") to finish the handover",
+                ") first, or in the same write.",
             ));
         }
-        if new.owners.is_empty() && !old.owners.is_empty() {
-            return released(schemes, settings, subject, &old.owners);
+        Verdict::warn(message!(
+            subject,
+            " is owned by ",
+            Owners(schemes, to),
+            ", the successor named in ",
+            handover,
+            "; the owner keys of its former owner ",
+            Owners(schemes, from),
+            " are left: remove them (",
+            KeysOf(schemes, from),
+            ") to finish the handover",
+        ))
+    }
+
+    /// No tool's keys added, no handover between tools under way: the owners are kept,
+    /// released, or changed within their tools, where an aliased owner's keys change together.
+    fn no_tool_added(&self) -> Verdict {
+        let (schemes, subject) = (self.schemes, self.subject);
+        let (old, new) = (&self.old.owners, &self.new.owners);
+        if new.is_empty() && !old.is_empty() {
+            return released(schemes, self.settings, subject, old);
         }
-        if new.owners.len() < old.owners.len()
-            && schemes.one_owner(&old.owners)
-            && !is_successor(&new.owners)
-        {
+        if new.len() < old.len() && schemes.one_owner(old) && !self.is_successor(new) {
             // An aliased owner loses one tool's keys and keeps another's.
             return Verdict::reject(message!(
                 subject,
                 " is owned by ",
-                Owners(schemes, &old.owners),
+                Owners(schemes, old),
                 ", one owner under aliased tools, and this UPDATE would keep only ",
-                Owners(schemes, &new.owners),
+                Owners(schemes, new),
                 ": that changes its owner. Keep every tool's keys, or remove them all.",
             ));
         }
-        if !schemes.one_owner(&new.owners) && schemes.one_owner(&old.owners) {
+        if !schemes.one_owner(new) && schemes.one_owner(old) {
             return Verdict::reject(message!(
                 subject,
                 " is owned by ",
-                Owners(schemes, &old.owners),
+                Owners(schemes, old),
                 ", one owner under aliased tools, and this UPDATE would give them different \
                  owners, ",
-                Owners(schemes, &new.owners),
+                Owners(schemes, new),
                 ": that gives the object two owners. Change every tool's keys together (a \
                  handover), or none.",
             ));
         }
-        if !schemes.one_owner(&new.owners) {
+        if !schemes.one_owner(new) {
             return Verdict::warn(message!(
                 subject,
                 " carries the owners of two tools, ",
-                Owners(schemes, &new.owners),
+                Owners(schemes, new),
                 ", which this policy refuses on new objects and on writes that add an \
                  owner: remove one tool's keys",
             ));
         }
-        return Verdict::accept();
+        Verdict::accept()
     }
-    let disjoint = !new.owners.iter().any(|o| old.carries(o));
-    if schemes.one_owner(&new.owners) {
-        if !kept.is_empty() && disjoint && is_successor(&new.owners) {
-            // A handover within a tool (judged there) to a successor stamped by its aliases.
-            return Verdict::accept();
-        }
+
+    /// Another tool's keys added, and one owner after the write: an adoption (only the named
+    /// successor's, while one is named), the named successor taking the object in one write,
+    /// an aliased tool's keys added to an owned object, or another tool's owner instead of
+    /// the stored one.
+    fn another_tools_owner(&self) -> Verdict {
+        let (schemes, subject) = (self.schemes, self.subject);
+        let handover = &schemes.handover_annotation;
+        let (old, added, kept) = (&self.old.owners, &self.added, &self.kept);
         if !kept.is_empty() {
+            let disjoint = !self.new.owners.iter().any(|o| self.old.carries(o));
+            if disjoint && self.is_successor(&self.new.owners) {
+                // A handover within a tool (judged there) to a successor stamped by its aliases.
+                return Verdict::accept();
+            }
             // An aliased tool's keys are one owner with the others' on an object created
             // with them all; added to an owned object, they change its owner.
             return Verdict::reject(message!(
                 subject,
                 " is owned by ",
-                Owners(schemes, &kept),
+                Owners(schemes, kept),
                 ", and this UPDATE would add ",
-                Owners(schemes, &added),
+                Owners(schemes, added),
                 ": keys of aliased tools are one owner on an object created with them all; \
                  added to an owned object, they are a second tool's claim on it, and two tools \
                  that both own it undo each other's writes. Keep it in one tool: remove it \
                  from the other tool's sources.",
             ));
         }
-        if old.owners.is_empty() {
-            if named.is_some() && !is_successor(&added) {
+        if old.is_empty() {
+            if self.named().is_some() && !self.is_successor(added) {
                 return Verdict::reject(message!(
                     subject,
                     " has no owner and is reserved for the successor ",
-                    named.map(|s| OwnerOf(schemes, s)),
+                    self.named().map(|s| OwnerOf(schemes, s)),
                     " named in ",
                     handover,
                     ", and this UPDATE would give it to ",
-                    Owners(schemes, &added),
+                    Owners(schemes, added),
                     ": only the named successor can take it. Let the successor take it, or \
                      change or remove the ",
                     handover,
                     " annotation.",
                 ));
             }
-            return adopted(schemes, settings, subject, &new.owners);
+            return adopted(schemes, self.settings, subject, &self.new.owners);
         }
-        if is_successor(&added) {
-            let finish = None;
-            return Verdict::warn(handed_over(schemes, subject, &old.owners, &added, finish));
+        if self.is_successor(added) {
+            return Verdict::warn(handed_over(schemes, subject, old, added, None));
         }
-        return Verdict::reject(message!(
+        Verdict::reject(message!(
             subject,
             " is owned by ",
-            Owners(schemes, &old.owners),
+            Owners(schemes, old),
             ", and this UPDATE would give it to ",
-            Owners(schemes, &added),
+            Owners(schemes, added),
             " instead: an object has one owner across tools, and two tools that both own it \
              undo each other's writes.",
-            Advice(schemes, &old.owners, &added),
-        ));
+            Advice(schemes, old, added),
+        ))
     }
-    // The new object still names the successor (or one of its aliases).
-    let same_successor = (new.successor.as_ref()).is_some_and(|n| {
-        named.is_some_and(|s| schemes.same_owner((n.scheme, &n.owner), (s.scheme, &s.owner)))
-    });
-    if stored_handover.is_none()
-        && schemes.one_owner(&old.owners)
-        && same_successor
-        && is_successor(&added)
-        && new.handing_over(schemes).is_some()
-    {
-        let former: Vec<Owned> = (old.owners.iter())
-            .filter(|o| new.carries(o))
-            .cloned()
-            .collect();
-        if former.len() == old.owners.len() {
-            let finish = Some(KeysOf(schemes, &old.owners));
-            return Verdict::warn(handed_over(schemes, subject, &old.owners, &added, finish));
+
+    /// Another tool's keys added beside the stored owner's: a second owner, refused, unless
+    /// the named successor adds its keys (the first step of a handover between tools, whose
+    /// last removes the former owner's).
+    fn second_owner(&self) -> Verdict {
+        let (schemes, subject) = (self.schemes, self.subject);
+        let (old, added) = (&self.old.owners, &self.added);
+        // The new object still names the successor (or one of its aliases).
+        let same_successor = (self.new.successor.as_ref()).is_some_and(|n| {
+            (self.named())
+                .is_some_and(|s| schemes.same_owner((n.scheme, &n.owner), (s.scheme, &s.owner)))
+        });
+        if self.stored_handover.is_none()
+            && schemes.one_owner(old)
+            && same_successor
+            && self.is_successor(added)
+            && self.new.handing_over(schemes).is_some()
+            && old.iter().all(|o| self.new.carries(o))
+        {
+            let finish = Some(KeysOf(schemes, old));
+            return Verdict::warn(handed_over(schemes, subject, old, added, finish));
         }
+        let current = if self.kept.is_empty() {
+            old
+        } else {
+            &self.kept
+        };
+        Verdict::reject(message!(
+            subject,
+            " is owned by ",
+            Owners(schemes, current),
+            ", and this UPDATE would give it a second owner, ",
+            Owners(schemes, added),
+            ": an object has one owner across tools, and two tools that both own it undo each \
+             other's writes.",
+            Advice(schemes, current, added),
+        ))
     }
-    let current = if kept.is_empty() { &old.owners } else { &kept };
-    Verdict::reject(message!(
-        subject,
-        " is owned by ",
-        Owners(schemes, current),
-        ", and this UPDATE would give it a second owner, ",
-        Owners(schemes, &added),
-        ": an object has one owner across tools, and two tools that both own it undo each \
-         other's writes.",
-        Advice(schemes, current, &added),
-    ))
 }
 
 /// The warning of a handover between tools: done in one write, or (with the former owner's
