@@ -10,7 +10,7 @@
 # Callers capture stdout as the path (`apiserver="$(build.sh)"`), so stdout is the path and
 # nothing else by construction: the script's own stdout is moved to fd 3 first, and
 # everything it runs (apt-get, dpkg-source, go, fix-vendor.py, ...) writes to stderr.
-# `e2e-tests/build-scripts.bats` runs it with tools that print on stdout to keep it so.
+# `e2e-tests/scripts.bats` runs it with tools that print on stdout to keep it so.
 set -euo pipefail
 exec 3>&1 1>&2
 here="$(cd "$(dirname "$0")" && pwd)"
