@@ -100,7 +100,7 @@ version_of() {
     # No bindings: the audit scanner's reports are the policy's answers.
     assert_equal "$(jq -r .backgroundAudit <<<"$output")" true
   done
-  assert_equal "$count" 6
+  assert_equal "$count" 7
 }
 
 @test "verify-manifest refuses bindings with the background audit on, saying why" {

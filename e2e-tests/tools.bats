@@ -41,7 +41,9 @@ tools() { evaluate "$1" -s "$ALL_TOOLS"; }
   assert_quiet_accept
   tools tools-deployment-flux-helmrelease-create.json
   assert_quiet_accept
-  tools tools-deployment-flux-helmrelease-other-release.json
+  # Not the release the HelmRelease installs: helm-controller's rule looks the HelmRelease up.
+  evaluate tools-deployment-flux-helmrelease-other-release.json -s "$ALL_TOOLS" --allow-context-aware \
+    --replay-host-capabilities-interactions "$FIXTURES/tools-deployment-flux-helmrelease-other-release.session.yml"
   assert_rejected
   assert_message_contains '[meta.helm.sh/release-name=widgets-2, meta.helm.sh/release-namespace=widgets] (helm) and [helm.toolkit.fluxcd.io/name=widgets' '(flux-helm)'
 }

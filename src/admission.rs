@@ -14,6 +14,7 @@ use std::rc::Rc;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
+use crate::cluster::{Cluster, Host};
 use crate::json::same_bytes;
 use crate::request::{Payload, read_payload};
 use crate::rules::Rules;
@@ -48,8 +49,13 @@ pub enum Answer {
     },
 }
 
-/// Judges a validation payload.
+/// Judges a validation payload, looking up what a tool's rule needs through the host.
 pub fn judge(payload: &[u8]) -> Answer {
+    judge_in(payload, &Host)
+}
+
+/// Judges a validation payload, looking up what a tool's rule needs in `cluster`.
+pub fn judge_in(payload: &[u8], cluster: &dyn Cluster) -> Answer {
     // Read in place: moving the views costs a `memory.copy` call each in WebAssembly.
     let mut parsed = Payload::default();
     if let Err(message) = read_payload(payload, &mut parsed) {
@@ -66,7 +72,7 @@ pub fn judge(payload: &[u8]) -> Answer {
         Ok(rules) => rules,
         Err(rejection) => return rejection.clone(),
     };
-    match rules.evaluate(&parsed) {
+    match rules.evaluate(&parsed, cluster) {
         Verdict::Accept { warnings } => Answer::Accept { warnings },
         Verdict::Reject { message } => Answer::Reject {
             message,
@@ -135,6 +141,11 @@ fn json_string_or_null(out: &mut Vec<u8>, s: Option<&str>) {
 /// Answers the `validate` call as the SDK's response.
 pub fn validate(payload: &[u8]) -> ValidationResponse {
     response(judge(payload))
+}
+
+/// `validate`, looking up what a tool's rule needs in `cluster`.
+pub fn validate_in(payload: &[u8], cluster: &dyn Cluster) -> ValidationResponse {
+    response(judge_in(payload, cluster))
 }
 
 fn response(answer: Answer) -> ValidationResponse {

@@ -13,7 +13,7 @@
 
 use crate::describe::{OwnerKeys, OwnerOf, Owners, Selector, Subject};
 use crate::message::{Part, message, text};
-use crate::owners::{Marks, Owned, Schemes};
+use crate::owners::{Marks, Owned, Related, Schemes};
 use crate::settings::Settings;
 use crate::verdict::Verdict;
 
@@ -42,22 +42,30 @@ impl<'m> Across<'m> {
     /// A cross-tool handover under way: the successor named is one of the owners, and the
     /// others (what is left of the former owner) are one owner of other tools. Returns the
     /// successor's owners and the former owner's.
-    fn handing_over(&self, schemes: &Schemes) -> Option<(Vec<Owned<'m>>, Vec<Owned<'m>>)> {
+    fn handing_over(
+        &self,
+        schemes: &Schemes,
+        related: &Related,
+    ) -> Option<(Vec<Owned<'m>>, Vec<Owned<'m>>)> {
         let successor = self.successor.as_ref().filter(|s| self.carries(s))?;
         let (to, from): (Vec<_>, Vec<_>) = (self.owners.iter().cloned()).partition(|o| {
-            schemes.same_owner((o.scheme, &o.owner), (successor.scheme, &successor.owner))
+            schemes.same_owner(
+                related,
+                (o.scheme, &o.owner),
+                (successor.scheme, &successor.owner),
+            )
         });
         let other_tools = from.iter().all(|o| o.scheme != successor.scheme);
-        (!from.is_empty() && other_tools && schemes.one_owner(&from)).then_some((to, from))
+        (!from.is_empty() && other_tools && schemes.one_owner(related, &from)).then_some((to, from))
     }
 }
 
 /// The schemes whose owner on the stored object is what is left of its former owner in a
 /// cross-tool handover: the object is the successor's, and the identity rules do not bind its
 /// writes to the former owner's writers.
-pub fn leftovers(schemes: &Schemes, old: &Marks) -> Vec<usize> {
+pub fn leftovers(schemes: &Schemes, related: &Related, old: &Marks) -> Vec<usize> {
     let stored = Across::of(schemes, old);
-    match stored.handing_over(schemes) {
+    match stored.handing_over(schemes, related) {
         Some((_, from)) => from.iter().map(|o| o.scheme).collect(),
         None => Vec::new(),
     }
@@ -66,6 +74,7 @@ pub fn leftovers(schemes: &Schemes, old: &Marks) -> Vec<usize> {
 /// Judges a CREATE (`old` None) or an UPDATE across tools, adoption and orphaning included.
 pub fn judge(
     schemes: &Schemes,
+    related: &Related,
     settings: &Settings,
     subject: &Subject,
     old: Option<&Marks>,
@@ -73,20 +82,21 @@ pub fn judge(
 ) -> Verdict {
     let new = Across::of(schemes, new);
     let Some(old) = old else {
-        return created(schemes, subject, &new);
+        return created(schemes, related, subject, &new);
     };
-    let update = Update::new(schemes, settings, subject, Across::of(schemes, old), new);
+    let old = Across::of(schemes, old);
+    let update = Update::new(schemes, related, settings, subject, old, new);
     match (&update.stored_handover, update.added.is_empty()) {
         (Some((to, from)), true) => update.during_handover(to, from),
         (None, true) => update.no_tool_added(),
-        (_, false) if schemes.one_owner(&update.new.owners) => update.another_tools_owner(),
+        (_, false) if update.one_owner(&update.new.owners) => update.another_tools_owner(),
         (_, false) => update.second_owner(),
     }
 }
 
 /// A new object: one owner across tools (an owner and its aliases are one), or none.
-fn created(schemes: &Schemes, subject: &Subject, new: &Across) -> Verdict {
-    if schemes.one_owner(&new.owners) {
+fn created(schemes: &Schemes, related: &Related, subject: &Subject, new: &Across) -> Verdict {
+    if schemes.one_owner(related, &new.owners) {
         return Verdict::accept();
     }
     Verdict::reject(message!(
@@ -105,6 +115,7 @@ fn created(schemes: &Schemes, subject: &Subject, new: &Across) -> Verdict {
 /// (`kept`).
 struct Update<'c, 'm> {
     schemes: &'c Schemes,
+    related: &'c Related,
     settings: &'c Settings,
     subject: &'c Subject<'c, 'c>,
     old: Across<'m>,
@@ -119,15 +130,17 @@ struct Update<'c, 'm> {
 impl<'c, 'm> Update<'c, 'm> {
     fn new(
         schemes: &'c Schemes,
+        related: &'c Related,
         settings: &'c Settings,
         subject: &'c Subject<'c, 'c>,
         old: Across<'m>,
         new: Across<'m>,
     ) -> Self {
         let (kept, added) = (new.owners.iter().cloned()).partition(|o| old.has_scheme(o.scheme));
-        let stored_handover = old.handing_over(schemes);
+        let stored_handover = old.handing_over(schemes, related);
         Update {
             schemes,
+            related,
             settings,
             subject,
             old,
@@ -138,6 +151,30 @@ impl<'c, 'm> Update<'c, 'm> {
         }
     }
 
+    fn one_owner(&self, owners: &[Owned]) -> bool {
+        self.schemes.one_owner(self.related, owners)
+    }
+
+    fn same_owner(&self, a: &Owned, b: &Owned) -> bool {
+        (self.schemes).same_owner(self.related, (a.scheme, &a.owner), (b.scheme, &b.owner))
+    }
+
+    /// Whether the tool whose keys are added takes the object over from the tool that owns
+    /// it, by the rule of an alias that lets it (a Flux HelmRelease adopting the Helm release
+    /// it installs under the same name): the stored owners kept as they are, the added ones of
+    /// one tool, and all of them one owner by the rule.
+    fn takes_over(&self) -> bool {
+        let (Some(driver), Some(driven)) = (self.added.first(), self.kept.first()) else {
+            return false;
+        };
+        (self.added.iter()).all(|o| o.scheme == driver.scheme)
+            && (self.kept.iter()).all(|o| o.scheme == driven.scheme)
+            && self.kept.iter().all(|o| self.old.carries(o))
+            && self.old.owners.len() == self.kept.len()
+            && self.schemes.takes_over(driver.scheme, driven.scheme)
+            && self.one_owner(&self.new.owners)
+    }
+
     /// The successor the stored object names, when it is an owner other than the stored one.
     fn named(&self) -> Option<&Owned<'m>> {
         self.old.successor.as_ref().filter(|s| !self.old.carries(s))
@@ -145,13 +182,8 @@ impl<'c, 'm> Update<'c, 'm> {
 
     /// Whether `owners` are the named successor (and its aliases).
     fn is_successor(&self, owners: &[Owned<'m>]) -> bool {
-        self.named().is_some_and(|s| {
-            owners.contains(s)
-                && (owners.iter()).all(|o| {
-                    self.schemes
-                        .same_owner((o.scheme, &o.owner), (s.scheme, &s.owner))
-                })
-        })
+        self.named()
+            .is_some_and(|s| owners.contains(s) && owners.iter().all(|o| self.same_owner(o, s)))
     }
 
     /// No tool's keys added while a handover between tools is under way on the stored object
@@ -181,7 +213,7 @@ impl<'c, 'm> Update<'c, 'm> {
                 ").",
             ));
         }
-        if schemes.one_owner(&self.new.owners) {
+        if self.one_owner(&self.new.owners) {
             return Verdict::warn(message!(
                 subject,
                 " released by its former owner ",
@@ -191,7 +223,8 @@ impl<'c, 'm> Update<'c, 'm> {
                 " is finished",
             ));
         }
-        let same_successor = (self.new.handing_over(schemes)).is_some_and(|(to2, _)| to2 == to);
+        let same_successor =
+            (self.new.handing_over(schemes, self.related)).is_some_and(|(to2, _)| to2 == to);
         if !same_successor {
             return Verdict::reject(message!(
                 subject,
@@ -229,7 +262,7 @@ impl<'c, 'm> Update<'c, 'm> {
         if new.is_empty() && !old.is_empty() {
             return released(schemes, self.settings, subject, old);
         }
-        if new.len() < old.len() && schemes.one_owner(old) && !self.is_successor(new) {
+        if new.len() < old.len() && self.one_owner(old) && !self.is_successor(new) {
             // An aliased owner loses one tool's keys and keeps another's.
             return Verdict::reject(message!(
                 subject,
@@ -240,7 +273,7 @@ impl<'c, 'm> Update<'c, 'm> {
                 ": that changes its owner. Keep every tool's keys, or remove them all.",
             ));
         }
-        if !schemes.one_owner(new) && schemes.one_owner(old) {
+        if !self.one_owner(new) && self.one_owner(old) {
             return Verdict::reject(message!(
                 subject,
                 " is owned by ",
@@ -252,7 +285,7 @@ impl<'c, 'm> Update<'c, 'm> {
                  handover), or none.",
             ));
         }
-        if !schemes.one_owner(new) {
+        if !self.one_owner(new) {
             return Verdict::warn(message!(
                 subject,
                 " carries the owners of two tools, ",
@@ -277,6 +310,15 @@ impl<'c, 'm> Update<'c, 'm> {
             if disjoint && self.is_successor(&self.new.owners) {
                 // A handover within a tool (judged there) to a successor stamped by its aliases.
                 return Verdict::accept();
+            }
+            if self.takes_over() {
+                return Verdict::warn(message!(
+                    subject,
+                    " adopted by owner ",
+                    Owners(schemes, added),
+                    ", which manages its owner ",
+                    Owners(schemes, kept),
+                ));
             }
             // An aliased tool's keys are one owner with the others' on an object created
             // with them all; added to an owned object, they change its owner.
@@ -332,15 +374,13 @@ impl<'c, 'm> Update<'c, 'm> {
         let (schemes, subject) = (self.schemes, self.subject);
         let (old, added) = (&self.old.owners, &self.added);
         // The new object still names the successor (or one of its aliases).
-        let same_successor = (self.new.successor.as_ref()).is_some_and(|n| {
-            (self.named())
-                .is_some_and(|s| schemes.same_owner((n.scheme, &n.owner), (s.scheme, &s.owner)))
-        });
+        let same_successor = (self.new.successor.as_ref())
+            .is_some_and(|n| (self.named()).is_some_and(|s| self.same_owner(n, s)));
         if self.stored_handover.is_none()
-            && schemes.one_owner(old)
+            && self.one_owner(old)
             && same_successor
             && self.is_successor(added)
-            && self.new.handing_over(schemes).is_some()
+            && self.new.handing_over(schemes, self.related).is_some()
             && old.iter().all(|o| self.new.carries(o))
         {
             let finish = Some(KeysOf(schemes, old));

@@ -73,6 +73,7 @@ impl Identities {
                 users: Vec::new(),
                 groups: Vec::new(),
                 service_accounts: Vec::new(),
+                installer: false,
             },
             owner_keys: 0,
         };
@@ -110,12 +111,12 @@ struct Bound {
 impl Bound {
     /// Whether some writer of this binding could write `owner`'s objects.
     fn covers(&self, owner: &Owner) -> bool {
-        (self.owner.iter()).all(|(i, p)| owner.get(*i).is_some_and(|v| p.covers(v)))
+        (self.owner.iter()).all(|(i, p)| owner.key(*i).is_some_and(|v| p.covers(v)))
     }
 
     fn binds(&self, writer: &Writer, owner: &Owner) -> bool {
         is_one_of(&self.writers, writer)
-            && (self.owner.iter()).all(|(i, p)| owner.get(*i).is_some_and(|v| p.binds(writer, v)))
+            && (self.owner.iter()).all(|(i, p)| owner.key(*i).is_some_and(|v| p.binds(writer, v)))
     }
 }
 
@@ -185,6 +186,16 @@ impl Bindings {
                 .collect();
             Permit::Refused { covering }
         }
+    }
+
+    /// Whether a binding that covers `owner` binds its installer (`writers.installer`) and
+    /// would bind `writer` by its owner values: then `writer` may write when it is the
+    /// installer the owner names (looked up by the caller).
+    pub fn installer_may(&self, owner: &Owner, writer: &Writer) -> bool {
+        (self.bound.iter()).any(|b| {
+            b.writers.installer
+                && (b.owner.iter()).all(|(i, p)| owner.key(*i).is_some_and(|v| p.binds(writer, v)))
+        })
     }
 
     /// The owner keys to stamp for `writer`: the values of the one owner it is bound to, as
@@ -270,6 +281,10 @@ impl Part for Allowed<'_> {
                 first = false;
                 text(out, what);
                 text(out, &list.join(" "));
+            }
+            if w.installer {
+                text(out, if first { "" } else { ", " });
+                text(out, "the owner's installer");
             }
             if binding
                 .owner

@@ -6,9 +6,12 @@
 //! a module of its own: `same_owner` (the invariant within a tool, with revision fencing and
 //! handover), `cross_tool` (one owner across tools), `scope`, `writers` (who may write an
 //! owner's objects, with `identity`, `writer` and `pattern`) and `stamping` (with `splice`);
-//! `verdict` is their answer and `describe` how their messages name things.
+//! `verdict` is their answer and `describe` how their messages name things. `tools` holds each
+//! tool's own lifecycle rules, and `cluster` what they look up (Kubewarden's `kubernetes` host
+//! capability).
 
 pub mod admission;
+pub mod cluster;
 mod cross_tool;
 mod describe;
 pub mod identity;
@@ -23,6 +26,7 @@ mod scope;
 pub mod settings;
 mod splice;
 mod stamping;
+pub mod tools;
 pub mod verdict;
 mod writer;
 mod writers;

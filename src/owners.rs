@@ -13,10 +13,18 @@
 //! `Schemes` is the settings' keys worked out once per policy instance: each key the rules
 //! read has a slot, which `request` fills with its value as it reads an object's metadata, and
 //! `Marks` reads the owners back from those slots.
+//!
+//! A key's value names the owner whole, but for a tool whose key also names the object: an
+//! Argo CD tracking id names its Application up to the first `:` (`tools::argocd`), and only
+//! that part is compared. An alias by a tool's rule (`tools::flux_helm`: the release a
+//! HelmRelease installs) is decided per request, from the keys where they decide it and by a
+//! lookup where they do not (`Related`).
 
+use crate::cluster::Cluster;
 use crate::json::Str;
 use crate::request::Wanted;
 use crate::settings::{Scheme as SchemeSettings, Settings};
+use crate::tools::{argocd, flux_helm};
 
 /// One tool's keys, with the slots their values go to.
 #[derive(Debug)]
@@ -31,6 +39,11 @@ pub struct Scheme {
     pub namespace_label: String,
     pub revision_annotation: String,
     pub cluster_scoped_owner_kinds: Vec<String>,
+    /// The tool that writes the keys (`tools`), "" for none.
+    pub tool: String,
+    /// The owner keys (bit `i`: the `i`th) whose owner is an Argo CD Application, named by
+    /// the value up to its first `:`.
+    applications: u64,
     /// The slot of the first owner key; the others follow, then the kind, namespace and
     /// revision slots.
     first: usize,
@@ -55,13 +68,36 @@ impl Scheme {
     pub fn is_label(&self, i: usize) -> bool {
         i < self.labels
     }
+
+    /// The index of owner key `key`.
+    pub fn key_index(&self, key: &str) -> Option<usize> {
+        self.keys.iter().position(|k| k == key)
+    }
+
+    /// An owner under this scheme, of the values of its owner keys.
+    fn owner<'m>(&self, values: Values<'m>) -> Owner<'m> {
+        Owner {
+            values,
+            applications: self.applications,
+        }
+    }
 }
 
-/// Two schemes whose keys name one owner (`settings::Alias`), by scheme and key index.
+/// Two schemes whose keys name one owner (`settings::Alias`), by scheme and key index: the
+/// keys whose values are equal, or a tool's rule.
 #[derive(Debug)]
 struct Alias {
     schemes: (usize, usize),
     pairs: Vec<(usize, usize)>,
+    rule: Option<HelmController>,
+}
+
+/// helm-controller's rule (`tools::flux_helm`): the first scheme's keys name a HelmRelease
+/// (name, namespace), the second's its Helm release (name, namespace).
+#[derive(Debug, Clone, Copy)]
+struct HelmController {
+    helm_release: (usize, usize),
+    release: (usize, usize),
 }
 
 /// The schemes of a policy, worked out.
@@ -86,14 +122,23 @@ impl Schemes {
         let mut first = 0;
         let configured = settings.schemes();
         for s in &configured {
+            let keys: Vec<String> = s.owner_keys().cloned().collect();
+            let applications = match s.tool.as_str() {
+                "argocd" => (keys.iter().enumerate())
+                    .filter(|(i, k)| *k == argocd::TRACKING_ID && *i < 64)
+                    .fold(0, |mask, (i, _)| mask | 1 << i),
+                _ => 0,
+            };
             let scheme = Scheme {
                 name: s.name.clone(),
-                keys: s.owner_keys().cloned().collect(),
+                keys,
                 labels: s.owner_labels.len(),
                 kind_label: s.owner_kind_label.clone(),
                 namespace_label: s.owner_namespace_label.clone(),
                 revision_annotation: s.revision_annotation.clone(),
                 cluster_scoped_owner_kinds: s.cluster_scoped_owner_kinds.clone(),
+                tool: s.tool.clone(),
+                applications,
                 first,
             };
             let extras = first + scheme.keys.len();
@@ -122,7 +167,7 @@ impl Schemes {
             annotation_keys.push((settings.handover_annotation.clone(), successor));
         }
         let aliases = (settings.aliases.iter())
-            .filter_map(|a| alias(&configured, a.schemes.as_slice(), a.keys.as_ref()?))
+            .filter_map(|a| alias(&configured, a))
             .collect();
         Schemes {
             list,
@@ -153,30 +198,93 @@ impl Schemes {
         self.list.len() > 1
     }
 
-    /// Whether `a` of scheme `sa` and `b` of scheme `sb` are one owner.
-    pub fn same_owner(&self, (sa, a): (usize, &Owner), (sb, b): (usize, &Owner)) -> bool {
+    /// The alias of schemes `sa` and `sb`, and whether it lists them the other way round.
+    fn alias(&self, sa: usize, sb: usize) -> Option<(&Alias, bool)> {
+        (self.aliases.iter())
+            .find(|x| x.schemes == (sa, sb) || x.schemes == (sb, sa))
+            .map(|x| (x, x.schemes.0 != sa))
+    }
+
+    /// Whether `a` of scheme `sa` and `b` of scheme `sb` are one owner (`related`: what this
+    /// request decided of the aliases by a tool's rule).
+    pub fn same_owner(
+        &self,
+        related: &Related,
+        (sa, a): (usize, &Owner),
+        (sb, b): (usize, &Owner),
+    ) -> bool {
         if sa == sb {
             return a == b;
         }
-        let alias = self
-            .aliases
-            .iter()
-            .find(|x| x.schemes == (sa, sb) || x.schemes == (sb, sa));
-        alias.is_some_and(|x| {
-            let flip = x.schemes.0 != sa;
-            x.pairs.iter().all(|&(i, j)| {
-                let (i, j) = if flip { (j, i) } else { (i, j) };
-                a.get(i) == b.get(j)
-            })
-        })
+        let Some((alias, flip)) = self.alias(sa, sb) else {
+            return false;
+        };
+        let (a, b) = if flip { (b, a) } else { (a, b) };
+        match alias.rule {
+            Some(_) => related.decided(a, b).unwrap_or(false),
+            None => (alias.pairs.iter()).all(|&(i, j)| a.key(i) == b.key(j)),
+        }
     }
 
     /// Whether all of `owners` are one owner.
-    pub fn one_owner(&self, owners: &[Owned]) -> bool {
-        owners
-            .iter()
-            .enumerate()
-            .all(|(n, a)| (owners.iter().skip(n + 1)).all(|b| self.same_owner(a.pair(), b.pair())))
+    pub fn one_owner(&self, related: &Related, owners: &[Owned]) -> bool {
+        owners.iter().enumerate().all(|(n, a)| {
+            (owners.iter().skip(n + 1)).all(|b| self.same_owner(related, a.pair(), b.pair()))
+        })
+    }
+
+    /// Whether the alias of the schemes of `driver` and `driven` lets the first take over
+    /// objects the second owns, as helm-controller takes over a Helm release that it finds
+    /// installed under the name its HelmRelease gives (fluxcd/helm-controller
+    /// `internal/reconcile/state.go`, `ReleaseStatusUnmanaged`, then an upgrade).
+    pub fn takes_over(&self, driver: usize, driven: usize) -> bool {
+        self.alias(driver, driven)
+            .is_some_and(|(alias, flip)| alias.rule.is_some() && !flip)
+    }
+
+    /// Decides, for this request, the aliases by a tool's rule: every pair of owners of the
+    /// two schemes on the stored object, the new one, or named as their successors. A pair is
+    /// decided from its keys where they decide it; a pair on both objects, unchanged, is as it
+    /// was judged when it was written; any other is looked up (`Err`: the lookup failed).
+    pub fn relate(
+        &self,
+        cluster: &dyn Cluster,
+        old: Option<&Marks>,
+        new: &Marks,
+    ) -> Result<Related, String> {
+        let mut related = Related::default();
+        for alias in &self.aliases {
+            let Some(rule) = alias.rule else { continue };
+            let (sa, sb) = alias.schemes;
+            let of = |s: usize, m: &Marks<'_>| {
+                let mut out: Vec<OwnedValues> = Vec::new();
+                let owner = m.owner(&self.list[s]);
+                if owner.is_some() {
+                    out.push(owner.strings());
+                }
+                if let Some(named) = (m.successor(self))
+                    .and_then(|v| self.parse_successor(v).ok())
+                    .filter(|n| n.scheme == s)
+                {
+                    out.push(named.owner.strings());
+                }
+                out
+            };
+            let on = |m: Option<&Marks>, s: usize| m.map(|m| of(s, m)).unwrap_or_default();
+            let (old_a, old_b, new_a, new_b) = (on(old, sa), on(old, sb), of(sa, new), of(sb, new));
+            for a in old_a.iter().chain(&new_a) {
+                for b in old_b.iter().chain(&new_b) {
+                    if related.pairs.iter().any(|(x, y, _)| x == a && y == b) {
+                        continue;
+                    }
+                    let unchanged = [&old_a, &new_a].iter().all(|l| l.contains(a))
+                        && [&old_b, &new_b].iter().all(|l| l.contains(b));
+                    let one = rule.decide(cluster, a, b, unchanged)?;
+                    related.pairs.push((a.clone(), b.clone(), one));
+                }
+            }
+        }
+        Ok(related)
     }
 
     /// The owner a handover annotation names, in label-selector form: `key=value` pairs of the
@@ -215,59 +323,152 @@ impl Schemes {
         match named {
             Some((scheme, values)) => Ok(Owned {
                 scheme,
-                owner: Owner::Named(values),
+                owner: self.list[scheme].owner(Values::Named(values)),
             }),
             None => Err("it names no owner key".into()),
         }
     }
 }
 
-fn alias(
-    schemes: &[SchemeSettings],
-    names: &[String],
-    keys: &crate::settings::OwnerValues,
-) -> Option<Alias> {
-    let [a, b] = names else { return None };
+fn alias(schemes: &[SchemeSettings], settings: &crate::settings::Alias) -> Option<Alias> {
+    let [a, b] = settings.schemes.as_slice() else {
+        return None;
+    };
     let find = |n: &String| schemes.iter().position(|s| s.name == *n);
     let (ia, ib) = (find(a)?, find(b)?);
-    let key = |s: usize, k: &String| schemes[s].owner_keys().position(|x| x == k);
-    let pairs = (keys.iter())
-        .map(|(ka, kb)| Some((key(ia, ka)?, key(ib, kb)?)))
-        .collect::<Option<Vec<_>>>()?;
+    let key = |s: usize, k: &str| schemes[s].owner_keys().position(|x| x == k);
+    let rule = match settings.rule.as_deref() {
+        None => None,
+        Some("helm-controller") => Some(HelmController {
+            helm_release: (key(ia, flux_helm::NAME)?, key(ia, flux_helm::NAMESPACE)?),
+            release: (
+                key(ib, flux_helm::RELEASE_NAME)?,
+                key(ib, flux_helm::RELEASE_NAMESPACE)?,
+            ),
+        }),
+        Some(_) => return None,
+    };
+    let pairs = match (&settings.keys, rule) {
+        (Some(keys), None) => (keys.iter())
+            .map(|(ka, kb)| Some((key(ia, ka)?, key(ib, kb)?)))
+            .collect::<Option<Vec<_>>>()?,
+        (None, Some(_)) => Vec::new(),
+        _ => return None,
+    };
     Some(Alias {
         schemes: (ia, ib),
         pairs,
+        rule,
     })
 }
 
-/// The values of one scheme's owner keys on one object, in key order; `None` where a key is
-/// absent.
+impl HelmController {
+    /// Whether the HelmRelease `a` installs the release `b` (owner values of the two schemes).
+    fn decide(
+        &self,
+        cluster: &dyn Cluster,
+        a: &[Option<String>],
+        b: &[Option<String>],
+        unchanged: bool,
+    ) -> Result<bool, String> {
+        let at = |v: &[Option<String>], i: usize| v.get(i).cloned().flatten();
+        let (Some(hr_name), Some(hr_ns), Some(name), Some(ns)) = (
+            at(a, self.helm_release.0),
+            at(a, self.helm_release.1),
+            at(b, self.release.0),
+            at(b, self.release.1),
+        ) else {
+            return Ok(false);
+        };
+        let helm_release = flux_helm::Named {
+            name: &hr_name,
+            namespace: &hr_ns,
+        };
+        let release = flux_helm::Named {
+            name: &name,
+            namespace: &ns,
+        };
+        if flux_helm::by_name(helm_release, release) || unchanged {
+            return Ok(true);
+        }
+        let (found_name, found_ns) = flux_helm::release_of(cluster, helm_release)?;
+        Ok(found_name == name && found_ns == ns)
+    }
+}
+
+/// What one request decided of the aliases by a tool's rule: for each pair of owners (their
+/// values), whether they are one owner.
+#[derive(Debug, Default)]
+pub struct Related {
+    pairs: Vec<(OwnedValues, OwnedValues, bool)>,
+}
+
+/// An owner's values, owned (see `Owner::strings`).
+type OwnedValues = Vec<Option<String>>;
+
+impl Related {
+    /// What was decided of owners `a` and `b` (of the alias's first scheme, then its second).
+    fn decided(&self, a: &Owner, b: &Owner) -> Option<bool> {
+        let same = |x: &[Option<String>], o: &Owner| {
+            x.len() == o.len() && x.iter().zip(o.values()).all(|(x, v)| x.as_deref() == v)
+        };
+        (self.pairs.iter())
+            .find(|(x, y, _)| same(x, a) && same(y, b))
+            .map(|(.., one)| *one)
+    }
+}
+
+/// The values of one scheme's owner keys, in key order; `None` where a key is absent.
 #[derive(Debug, Clone)]
-pub enum Owner<'m> {
+enum Values<'m> {
     /// As read off an object.
     Read(&'m [Option<Str<'m>>]),
     /// As named by a handover annotation.
     Named(Vec<Option<&'m str>>),
 }
 
+/// An owner under one scheme: the values of its owner keys on one object (or as a handover
+/// annotation names them), and which of them name an Argo CD Application in part.
+#[derive(Debug, Clone)]
+pub struct Owner<'m> {
+    values: Values<'m>,
+    applications: u64,
+}
+
 impl Owner<'_> {
     fn len(&self) -> usize {
-        match self {
-            Owner::Read(values) => values.len(),
-            Owner::Named(values) => values.len(),
+        match &self.values {
+            Values::Read(values) => values.len(),
+            Values::Named(values) => values.len(),
         }
     }
 
-    /// The value of the `i`th owner key (labels, then annotations).
+    /// The value of the `i`th owner key (labels, then annotations), whole.
     pub fn get(&self, i: usize) -> Option<&str> {
-        match self {
-            Owner::Read(values) => values.get(i)?.as_deref(),
-            Owner::Named(values) => *values.get(i)?,
+        match &self.values {
+            Values::Read(values) => values.get(i)?.as_deref(),
+            Values::Named(values) => *values.get(i)?,
+        }
+    }
+
+    /// The part of the `i`th key's value that names the owner: the value, or of an Argo CD
+    /// tracking id its Application.
+    pub fn key(&self, i: usize) -> Option<&str> {
+        let value = self.get(i)?;
+        if i < 64 && self.applications & (1 << i) != 0 {
+            Some(argocd::application(value))
+        } else {
+            Some(value)
         }
     }
 
     pub fn values(&self) -> impl Iterator<Item = Option<&str>> {
         (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// The values, owned (for `Related`).
+    fn strings(&self) -> OwnedValues {
+        self.values().map(|v| v.map(str::to_string)).collect()
     }
 
     /// An object has an owner when at least one owner key is present (even with "").
@@ -276,9 +477,10 @@ impl Owner<'_> {
     }
 }
 
+/// Two owners are one when every key's owner part is absent on both or equal on both.
 impl PartialEq for Owner<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.values().eq(other.values())
+        self.len() == other.len() && (0..self.len()).all(|i| self.key(i) == other.key(i))
     }
 }
 
@@ -312,7 +514,9 @@ impl<'m> Marks<'m> {
     /// The owner under `scheme` (possibly absent: see `Owner::is_some`).
     pub fn owner(&self, scheme: &Scheme) -> Owner<'m> {
         let end = scheme.first + scheme.keys.len();
-        Owner::Read(self.values.get(scheme.first..end).unwrap_or_default())
+        scheme.owner(Values::Read(
+            self.values.get(scheme.first..end).unwrap_or_default(),
+        ))
     }
 
     pub fn kind(&self, scheme: &Scheme) -> Option<&'m str> {
@@ -364,7 +568,10 @@ mod tests {
     fn named<'a>(scheme: usize, values: &[Option<&'a str>]) -> Owned<'a> {
         Owned {
             scheme,
-            owner: Owner::Named(values.to_vec()),
+            owner: Owner {
+                values: Values::Named(values.to_vec()),
+                applications: 0,
+            },
         }
     }
 
@@ -394,10 +601,11 @@ mod tests {
         let helm = named(1, &[Some("podinfo"), Some("apps")]);
         let other = named(1, &[Some("other"), Some("apps")]);
         let argo = named(2, &[Some("podinfo:apps/Deployment:apps/podinfo")]);
-        assert!(s.one_owner(&[flux.clone(), helm.clone()]));
-        assert!(!s.one_owner(&[flux.clone(), other]));
-        assert!(!s.one_owner(&[helm.clone(), argo.clone()]));
-        assert!(!s.one_owner(&[flux, helm, argo]));
+        let r = Related::default();
+        assert!(s.one_owner(&r, &[flux.clone(), helm.clone()]));
+        assert!(!s.one_owner(&r, &[flux.clone(), other]));
+        assert!(!s.one_owner(&r, &[helm.clone(), argo.clone()]));
+        assert!(!s.one_owner(&r, &[flux, helm, argo]));
     }
 
     #[test]

@@ -3,19 +3,22 @@
 //! CREATE and UPDATE: the new object's annotations must be readable, then the scope rules,
 //! then under each scheme the same-owner invariant (UPDATE), then across schemes (a policy of
 //! several tools), then who writes (bindings). DELETE: who writes, when there are bindings.
-//! CONNECT: accepted. The stamping policy only stamps.
+//! CONNECT: accepted. The stamping policy only stamps. What a tool's rule needs and the object
+//! does not carry is looked up in `cluster`, only where the rule is reached.
 
+use crate::cluster::{Cluster, Remembered};
 use crate::cross_tool;
 use crate::describe::Subject;
 use crate::identity::Identities;
-use crate::owners::{Marks, Schemes};
+use crate::message::message;
+use crate::owners::{Marks, Related, Schemes};
 use crate::request::{Payload, Request};
 use crate::same_owner::{self, Transition};
 use crate::scope;
 use crate::settings::Settings;
 use crate::stamping;
 use crate::verdict::Verdict;
-use crate::writers;
+use crate::writers::{self, Judging};
 
 /// The settings, with the keys the rules read worked out: a policy instance gets the same
 /// settings with every request, so this is built once (see `admission`).
@@ -35,10 +38,10 @@ impl Rules {
         }
     }
 
-    /// Judges one admission request.
-    pub fn evaluate(&self, payload: &Payload) -> Verdict {
+    /// Judges one admission request, looking up in `cluster` what a tool's rule needs.
+    pub fn evaluate(&self, payload: &Payload, cluster: &dyn Cluster) -> Verdict {
         match &payload.request {
-            Some(request) => self.judge(request, payload),
+            Some(request) => self.judge(request, payload, &Remembered::new(cluster)),
             None => Verdict::Unreadable {
                 message: "the validation payload has no admission request (\"request\" is \
                           missing or null)"
@@ -47,13 +50,21 @@ impl Rules {
         }
     }
 
-    fn judge(&self, request: &Request, payload: &Payload) -> Verdict {
+    fn judge(&self, request: &Request, payload: &Payload, cluster: &dyn Cluster) -> Verdict {
         let operation = request.operation();
         let identity_rules = !self.identities.is_empty() && !self.settings.stamp;
         let both = (&self.schemes, &self.identities);
         match operation {
             "CREATE" | "UPDATE" => {}
-            "DELETE" if identity_rules => return writers::judge_delete(request, payload, both),
+            "DELETE" if identity_rules => {
+                let judging = Judging {
+                    schemes: &self.schemes,
+                    identities: &self.identities,
+                    related: &Related::default(),
+                    cluster,
+                };
+                return writers::judge_delete(request, payload, &judging);
+            }
             "DELETE" | "CONNECT" => return Verdict::accept(),
             "" => {
                 return Verdict::Unreadable {
@@ -101,12 +112,22 @@ impl Rules {
         if let Err(message) = checked {
             return Verdict::reject(message);
         }
-        let verdict = self.owner_rules(&subject, old.as_ref(), &new);
+        let related = match self.schemes.relate(cluster, old.as_ref(), &new) {
+            Ok(related) => related,
+            Err(message) => return Verdict::reject(cannot_relate(&subject, &message)),
+        };
+        let verdict = self.owner_rules(&subject, &related, old.as_ref(), &new, cluster);
         if !identity_rules || !matches!(verdict, Verdict::Accept { .. }) {
             return verdict;
         }
         // The write keeps to the label rules; now who makes it.
-        match writers::judge(request, payload, both, &subject, old.as_ref(), &new) {
+        let judging = Judging {
+            schemes: &self.schemes,
+            identities: &self.identities,
+            related: &related,
+            cluster,
+        };
+        match writers::judge(request, payload, &judging, &subject, old.as_ref(), &new) {
             Ok(()) => verdict,
             Err(refusal) => refusal,
         }
@@ -116,12 +137,20 @@ impl Rules {
     /// several, across them. In a one-tool policy the scheme's transition is the answer; with
     /// several, adoption and orphaning are the object's (an alias's keys coming or going, or a
     /// handover's steps, are not), and `cross_tool` judges them.
-    fn owner_rules(&self, subject: &Subject, old: Option<&Marks>, new: &Marks) -> Verdict {
+    fn owner_rules(
+        &self,
+        subject: &Subject,
+        related: &Related,
+        old: Option<&Marks>,
+        new: &Marks,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
         let schemes = &self.schemes;
         let mut warnings = Vec::new();
         if let Some(old) = old {
             for s in 0..schemes.list.len() {
-                let (t, verdict) = same_owner::judge(schemes, s, &self.settings, subject, old, new);
+                let (t, verdict) =
+                    same_owner::judge(schemes, s, &self.settings, subject, (old, new), cluster);
                 let counts =
                     !schemes.several() || t.refused() || matches!(t, Transition::HandedOver);
                 match verdict {
@@ -133,11 +162,24 @@ impl Rules {
             }
         }
         if schemes.several() {
-            match cross_tool::judge(schemes, &self.settings, subject, old, new) {
+            match cross_tool::judge(schemes, related, &self.settings, subject, old, new) {
                 Verdict::Accept { warnings: w } => warnings.extend(w),
                 refusal => return refusal,
             }
         }
         Verdict::Accept { warnings }
     }
+}
+
+/// The refusal of a write whose owners a tool's rule could not relate: a lookup failed.
+fn cannot_relate(subject: &Subject, why: &str) -> String {
+    message!(
+        subject,
+        " carries the keys of two tools that one tool's rule relates, and whether they name one \
+         owner cannot be decided: ",
+        why.trim_end_matches('.'),
+        ". The policy refuses what it cannot check; grant it the lookup (the \
+         ClusterAdmissionPolicy's contextAwareResources, and the policy server's permission to \
+         read that kind), or retry once the object exists.",
+    )
 }

@@ -5,13 +5,20 @@
 //! re-runs validation against the exact stored `oldObject` on every write attempt, so two
 //! reconcilers can never both take the same object, and a stale replica of the same owner can
 //! never write over a newer revision. The rule is `transition`; `judge` words its answer.
+//!
+//! A tool may move an object from one owner to the next by its own rule: OLM v0 upgrades an
+//! operator by relabelling what the replaced ClusterServiceVersion owned (`tools::olm_v0`).
+//! Where the scheme's tool has such a rule, a change of owner is looked up before it is
+//! called one.
 
+use crate::cluster::Cluster;
 use crate::describe::{
     AllOwnerKeys, HandoverRoute, OwnerKeys, Pairs, SelectorExample, Subject, Tool,
 };
 use crate::message::{Quoted, message};
-use crate::owners::{Marks, Owned, Owner, Schemes};
+use crate::owners::{Marks, Owned, Owner, Scheme, Schemes};
 use crate::settings::Settings;
+use crate::tools::olm_v0;
 use crate::verdict::Verdict;
 
 /// A revision: a canonical non-negative decimal integer that fits in 64 bits ("0", "17";
@@ -70,6 +77,9 @@ pub enum Transition {
     },
     /// The owner changes to the successor the stored object names.
     HandedOver,
+    /// The owner changes by the tool's own rule: an OLM v0 upgrade to the ClusterServiceVersion
+    /// that replaces it.
+    Upgraded,
     /// The owner changes, but the stored object names another successor.
     NotTheSuccessor,
     Changed,
@@ -113,19 +123,83 @@ pub fn transition(old: &Side, new: &Side) -> Transition {
 }
 
 /// The transition of an UPDATE under scheme `s`, and its answer with the messages that say
-/// what to do.
+/// what to do. A change of owner is first put to the tool's own rule, if it has one.
 pub fn judge(
     schemes: &Schemes,
     s: usize,
     settings: &Settings,
     subject: &Subject,
-    old: &Marks,
-    new: &Marks,
+    (old, new): (&Marks, &Marks),
+    cluster: &dyn Cluster,
 ) -> (Transition, Verdict) {
     let (old, new) = (Side::of(schemes, s, old), Side::of(schemes, s, new));
-    let t = transition(&old, &new);
-    let verdict = answer(schemes, s, settings, subject, &old, &new, &t);
+    let mut t = transition(&old, &new);
+    let mut why = None;
+    if t == Transition::Changed {
+        let scheme = &schemes.list[s];
+        match by_tool(schemes, s, &old.owner, &new.owner, cluster) {
+            Ok(None) => {}
+            Ok(Some(olm_v0::Chain::Holds)) => t = Transition::Upgraded,
+            Ok(Some(olm_v0::Chain::Without(chain))) => {
+                why = Some(format!(
+                    " The new owner does not replace the current one by {}'s upgrade rule (its \
+                     replacement chain: {}).",
+                    scheme.tool,
+                    chain.trim_end_matches('.')
+                ))
+            }
+            Err(e) => {
+                why = Some(format!(
+                    " Whether the new owner replaces the current one by {}'s upgrade rule could \
+                     not be checked, and the policy refuses what it cannot check: {}. Grant the \
+                     policy that lookup (contextAwareResources, and the policy server's \
+                     permission to read the kind).",
+                    scheme.tool,
+                    e.trim_end_matches('.')
+                ))
+            }
+        }
+    }
+    let verdict = answer(
+        schemes,
+        s,
+        settings,
+        subject,
+        (&old, &new),
+        &t,
+        why.as_deref(),
+    );
     (t, verdict)
+}
+
+/// A change of owner by the scheme's tool's rule: `None` when it has no rule for this change,
+/// else what the rule found (`Err`: a lookup failed).
+fn by_tool(
+    schemes: &Schemes,
+    s: usize,
+    old: &Owner,
+    new: &Owner,
+    cluster: &dyn Cluster,
+) -> Result<Option<olm_v0::Chain>, String> {
+    let scheme = &schemes.list[s];
+    if scheme.tool != "olm-v0" {
+        return Ok(None);
+    }
+    let (from, to) = (csv(scheme, old), csv(scheme, new));
+    if !olm_v0::is_candidate(from, to) {
+        return Ok(None);
+    }
+    olm_v0::replaces(cluster, from, to).map(Some)
+}
+
+/// An owner under OLM v0's keys.
+fn csv<'o>(scheme: &Scheme, owner: &'o Owner) -> olm_v0::Csv<'o> {
+    let key = |k| scheme.key_index(k).and_then(|i| owner.get(i));
+    olm_v0::Csv {
+        name: key(olm_v0::OWNER),
+        namespace: key(olm_v0::OWNER_NAMESPACE),
+        kind: key(olm_v0::OWNER_KIND),
+    }
 }
 
 fn answer(
@@ -133,9 +207,9 @@ fn answer(
     s: usize,
     settings: &Settings,
     subject: &Subject,
-    old: &Side,
-    new: &Side,
+    (old, new): (&Side, &Side),
     t: &Transition,
+    why: Option<&str>,
 ) -> Verdict {
     let scheme = &schemes.list[s];
     let tool = Tool(schemes, s);
@@ -160,7 +234,7 @@ fn answer(
         owner: new.owner.clone(),
     };
     match t {
-        Transition::Unowned | Transition::Kept => Verdict::accept(),
+        Transition::Unowned | Transition::Kept | Transition::Upgraded => Verdict::accept(),
         Transition::Changed => {
             let current = Pairs::differing(scheme, &old.owner, &new.owner);
             let requested = Pairs::differing(scheme, &new.owner, &old.owner);
@@ -176,6 +250,7 @@ fn answer(
                 keys,
                 "), then the new owner can adopt it.",
                 HandoverRoute(schemes, &new_owned),
+                why,
             ))
         }
         Transition::NotTheSuccessor => Verdict::reject(message!(

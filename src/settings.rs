@@ -19,6 +19,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess, Visitor};
 
 use crate::pattern::Pattern;
+use crate::tools;
 use crate::writer::split_at_byte;
 
 /// OLM v1 (operator-controller) stamps these labels on every object a
@@ -54,6 +55,8 @@ pub struct Settings {
     /// Annotation holding the owner's revision, a fencing token: within one owner, an
     /// UPDATE may not lower it. Empty turns revision fencing off.
     pub revision_annotation: Option<String>,
+    /// The tool that writes the owner keys, whose own lifecycle rules then apply (`tools`).
+    pub tool: Option<String>,
     /// Which writers may write the objects of which owners (see `identity`). Empty (the
     /// default) turns the identity rules off. In the several-tools form, each scheme's.
     pub bindings: Vec<Binding>,
@@ -91,17 +94,23 @@ pub struct Scheme {
     pub cluster_scoped_owner_kinds: Vec<String>,
     pub owner_namespace_label: String,
     pub revision_annotation: String,
+    /// The tool that writes these keys, whose own lifecycle rules then apply (`tools`): ""
+    /// (none), or one of `tools::TOOLS`.
+    pub tool: String,
     pub bindings: Vec<Binding>,
 }
 
 /// Two schemes whose keys name one owner: `keys` maps owner keys of the first scheme to owner
-/// keys of the second, whose values must then be equal; `{}` makes any owner of the one and
-/// any owner of the other on one object one owner.
+/// keys of the second, whose values must then be equal (`{}` makes any owner of the one and
+/// any owner of the other on one object one owner); or `rule` names the tool's own rule that
+/// relates them (`tools::ALIAS_RULES`: `helm-controller`, the Helm release a Flux HelmRelease
+/// installs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Alias {
     pub schemes: Vec<String>,
     pub keys: Option<OwnerValues>,
+    pub rule: Option<String>,
 }
 
 /// Who writes: API server identities, as a request's `userInfo` names them.
@@ -114,6 +123,9 @@ pub struct Writers {
     pub groups: Vec<String>,
     /// Service accounts as `namespace/name`; `*` for any namespace or any name.
     pub service_accounts: Vec<String>,
+    /// The identity the owner names as its installer, looked up on the owner (a scheme with
+    /// `tool: olm-v1`: the ClusterExtension's `spec.serviceAccount`, see `tools::olm_v1`).
+    pub installer: bool,
 }
 
 /// One binding: these writers may write the objects of the owners `owner` describes.
@@ -168,13 +180,14 @@ impl<'de> Deserialize<'de> for OwnerValues {
 }
 
 /// The top-level keys of the one-tool form, for messages.
-const ONE_TOOL_FIELDS: [&str; 7] = [
+const ONE_TOOL_FIELDS: [&str; 8] = [
     "ownerLabels",
     "ownerAnnotations",
     "ownerKindLabel",
     "clusterScopedOwnerKinds",
     "ownerNamespaceLabel",
     "revisionAnnotation",
+    "tool",
     "bindings",
 ];
 
@@ -210,6 +223,7 @@ impl Settings {
             cluster_scoped_owner_kinds: or(&self.cluster_scoped_owner_kinds, &["ClusterExtension"]),
             owner_namespace_label: or_key(&self.owner_namespace_label, ""),
             revision_annotation: or_key(&self.revision_annotation, OLM_REVISION_ANNOTATION),
+            tool: or_key(&self.tool, ""),
             bindings: self.bindings.clone(),
         }]
     }
@@ -259,7 +273,15 @@ impl Settings {
         check_no_key_twice(&schemes)?;
         self.check_handover(&schemes)?;
         self.check_aliases(&schemes)?;
-        self.exempt_writers().check("exemptWriters")?;
+        let exempt = self.exempt_writers();
+        exempt.check("exemptWriters")?;
+        if exempt.installer {
+            return Err(
+                "exemptWriters.installer is true, but an installer is an owner's own \
+                        writer: bind it in a binding (writers.installer) instead"
+                    .into(),
+            );
+        }
         if self.stamp && !self.has_bindings() {
             return Err(
                 "stamp is true but there are no bindings: stamping adds the owner keys of the \
@@ -280,6 +302,7 @@ impl Settings {
             self.cluster_scoped_owner_kinds.is_some(),
             self.owner_namespace_label.is_some(),
             self.revision_annotation.is_some(),
+            self.tool.is_some(),
             !self.bindings.is_empty(),
         ];
         match ONE_TOOL_FIELDS.iter().zip(set).find(|(_, set)| *set) {
@@ -365,12 +388,27 @@ impl Settings {
                 ));
             }
             pairs.push(pair);
-            let Some(keys) = &alias.keys else {
-                return Err(format!(
-                    "{at}.keys is missing: map owner keys of {a:?} to the owner keys of {b:?} \
-                     that hold the same value, or give {{}} to make any owner of the two one \
-                     owner"
-                ));
+            let keys = match (&alias.keys, &alias.rule) {
+                (Some(_), Some(_)) => {
+                    return Err(format!(
+                        "{at} has both keys and rule: relate the two schemes by equal values \
+                         (keys) or by a tool's rule (rule), not both"
+                    ));
+                }
+                (None, Some(rule)) => {
+                    check_alias_rule(rule, &schemes[ia], &schemes[ib])
+                        .map_err(|e| format!("{at}.rule {rule:?}: {e}"))?;
+                    continue;
+                }
+                (Some(keys), None) => keys,
+                (None, None) => {
+                    return Err(format!(
+                        "{at}.keys is missing: map owner keys of {a:?} to the owner keys of \
+                         {b:?} that hold the same value, give {{}} to make any owner of the two \
+                         one owner, or name a tool's rule (rule: {})",
+                        tools::ALIAS_RULES.join(", ")
+                    ));
+                }
             };
             let mut seen: Vec<&String> = Vec::new();
             for (ka, kb) in keys.iter() {
@@ -480,6 +518,7 @@ impl Scheme {
                 ));
             }
         }
+        check_tool(self).map_err(|e| format!("{at}tool {:?}: {e}", self.tool))?;
         for (i, kind) in self.cluster_scoped_owner_kinds.iter().enumerate() {
             if kind.is_empty() {
                 return Err(format!(
@@ -532,6 +571,10 @@ impl Scheme {
                      on no key would cover every owned object)"
                 ));
             }
+            if binding.writers.installer {
+                check_installer(self)
+                    .map_err(|e| format!("{at}.writers.installer is true, but {e}"))?;
+            }
             for (key, value) in binding.owner.iter() {
                 if !self.owner_keys().any(|k| k == key) {
                     return Err(format!(
@@ -580,6 +623,62 @@ impl Scheme {
         }
         out
     }
+}
+
+/// A scheme's tool: none, or one the policy knows, whose rules' keys are owner keys.
+fn check_tool(scheme: &Scheme) -> Result<(), String> {
+    if scheme.tool.is_empty() {
+        return Ok(());
+    }
+    let Some((_, keys, _)) = tools::TOOLS.iter().find(|(name, ..)| *name == scheme.tool) else {
+        return Err(format!(
+            "not a tool this policy knows: name one of {}, or leave it empty",
+            tools::TOOLS.map(|(name, ..)| name).join(", ")
+        ));
+    };
+    match keys.iter().find(|k| scheme.owner_key_position(k).is_none()) {
+        Some(missing) => Err(format!(
+            "the tool's rules read the owner key {missing:?}, which is not one of this \
+             scheme's owner keys: add it to ownerLabels or ownerAnnotations, or leave tool \
+             empty"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// An alias's rule: one the policy knows, whose keys are owner keys of the two schemes.
+fn check_alias_rule(rule: &str, first: &Scheme, second: &Scheme) -> Result<(), String> {
+    let Some((a, b)) = tools::alias_rule_keys(rule) else {
+        return Err(format!(
+            "not a rule this policy knows: name one of {}",
+            tools::ALIAS_RULES.join(", ")
+        ));
+    };
+    for (scheme, keys) in [(first, a), (second, b)] {
+        if let Some(missing) = keys.iter().find(|k| scheme.owner_key_position(k).is_none()) {
+            return Err(format!(
+                "the rule reads {} of the first scheme and {} of the second, and {missing:?} is \
+                 not an owner key of scheme {:?}",
+                a.join(", "),
+                b.join(", "),
+                scheme.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A binding that names the owner's installer: its scheme's tool says where to find it.
+fn check_installer(scheme: &Scheme) -> Result<(), String> {
+    if tools::INSTALLER_TOOLS.contains(&scheme.tool.as_str()) {
+        return Ok(());
+    }
+    Err(format!(
+        "an installer is found on the owner by its tool's rule, and this scheme's tool is {:?}: \
+         set tool to one of {}, or list the writers by name",
+        scheme.tool,
+        tools::INSTALLER_TOOLS.join(", ")
+    ))
 }
 
 /// `ownerLabels[3]`, or `revisionAnnotation`.
@@ -649,7 +748,10 @@ fn check_no_key_twice(schemes: &[Scheme]) -> Result<(), String> {
 
 impl Writers {
     pub fn is_empty(&self) -> bool {
-        self.users.is_empty() && self.groups.is_empty() && self.service_accounts.is_empty()
+        self.users.is_empty()
+            && self.groups.is_empty()
+            && self.service_accounts.is_empty()
+            && !self.installer
     }
 
     fn check(&self, at: &str) -> Result<(), String> {

@@ -3,13 +3,25 @@
 //! object. A write to a subresource (status, scale) is not checked: the API server's own
 //! controllers write those for every owner.
 
+use crate::cluster::Cluster;
 use crate::cross_tool;
 use crate::describe::{OwnerOf, Subject};
 use crate::identity::{Allowed, Identities, Permit, WriterName};
 use crate::message::{Part, message, text};
-use crate::owners::{Marks, Owned, Owner, Schemes};
+use crate::owners::{Marks, Owned, Owner, Related, Schemes};
 use crate::request::{Payload, Request};
+use crate::tools::olm_v1;
 use crate::verdict::Verdict;
+use crate::writer::Writer;
+
+/// What the identity rules judge with: the policy's schemes and bindings, what the request
+/// decided of its aliases, and the cluster to look up an installer in.
+pub struct Judging<'j> {
+    pub schemes: &'j Schemes,
+    pub identities: &'j Identities,
+    pub related: &'j Related,
+    pub cluster: &'j dyn Cluster,
+}
 
 /// What a write does, for the identity rules' messages.
 #[derive(Debug, Clone, Copy)]
@@ -45,17 +57,18 @@ impl Part for Act {
 pub fn judge(
     request: &Request,
     payload: &Payload,
-    (schemes, identities): (&Schemes, &Identities),
+    judging: &Judging,
     subject: &Subject,
     old: Option<&Marks>,
     new: &Marks,
 ) -> Result<(), Verdict> {
+    let (schemes, identities, related) = (judging.schemes, judging.identities, judging.related);
     // What is left of a former owner, on the stored object or on the new one (the write
     // that starts a handover, which the label rules accepted), binds no one.
     let leftovers = match old {
         Some(old) if schemes.several() => {
-            let mut l = cross_tool::leftovers(schemes, old);
-            l.extend(cross_tool::leftovers(schemes, new));
+            let mut l = cross_tool::leftovers(schemes, related, old);
+            l.extend(cross_tool::leftovers(schemes, related, new));
             l
         }
         _ => Vec::new(),
@@ -74,14 +87,7 @@ pub fn judge(
             Some(_) => (Act::TakeOver, new_owner),
         };
         let owned = Owned { scheme: s, owner };
-        check(
-            request,
-            payload,
-            (schemes, identities),
-            subject,
-            act,
-            &owned,
-        )?;
+        check(request, payload, judging, subject, act, &owned)?;
     }
     Ok(())
 }
@@ -91,11 +97,12 @@ pub fn judge(
 fn check(
     request: &Request,
     payload: &Payload,
-    (schemes, identities): (&Schemes, &Identities),
+    judging: &Judging,
     subject: &Subject,
     act: Act,
     owned: &Owned,
 ) -> Result<(), Verdict> {
+    let (schemes, identities) = (judging.schemes, judging.identities);
     let bindings = identities.of(owned.scheme);
     if request.sub_resource().is_some() || !bindings.covers(&owned.owner) {
         return Ok(());
@@ -107,6 +114,16 @@ fn check(
         Permit::Bound | Permit::Exempt => return Ok(()),
         Permit::Refused { covering } => covering,
     };
+    // The owner's installer, when a binding names it: looked up only now, for a writer no
+    // binding names.
+    let mut looked_up = None;
+    if bindings.installer_may(&owned.owner, &writer) {
+        match installer(schemes, owned, &writer, judging.cluster) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => looked_up = Some(e),
+        }
+    }
     let at = if schemes.several() {
         format!("schemes[{}].", owned.scheme)
     } else {
@@ -126,17 +143,42 @@ fn check(
         ". Make the write as one of them, or bind ",
         WriterName(&writer),
         " to that owner in the policy's bindings.",
+        looked_up.as_ref().map(
+            |_| " The owner's installer could not be looked up, and the \
+                                    policy refuses what it cannot check: "
+        ),
+        looked_up.as_deref().map(|e| e.trim_end_matches('.')),
+        looked_up.as_ref().map(|_| "."),
     )))
+}
+
+/// Whether `writer` is the installer the owner names, by its scheme's tool (`Err`: the lookup
+/// failed, or the tool names none).
+fn installer(
+    schemes: &Schemes,
+    owned: &Owned,
+    writer: &Writer,
+    cluster: &dyn Cluster,
+) -> Result<bool, String> {
+    let scheme = &schemes.list[owned.scheme];
+    let extension = (scheme.key_index(olm_v1::OWNER_NAME))
+        .and_then(|i| owned.owner.get(i))
+        .filter(|n| !n.is_empty());
+    match (scheme.tool.as_str(), extension) {
+        ("olm-v1", Some(extension)) => {
+            let installer = olm_v1::installer(cluster, extension)?;
+            Ok(installer.username().is_some_and(|u| u == writer.username()))
+        }
+        ("olm-v1", None) => Err(format!("the owner names no {}", olm_v1::KIND)),
+        (tool, _) => Err(format!("tool {tool:?} names no installer")),
+    }
 }
 
 /// A DELETE, when there are bindings: only a writer bound to the stored owner, or an exempt
 /// one, may delete an object a binding covers, under each scheme. Its fields after the
 /// operation, skipped with the request, are read now.
-pub fn judge_delete(
-    request: &Request,
-    payload: &Payload,
-    (schemes, identities): (&Schemes, &Identities),
-) -> Verdict {
+pub fn judge_delete(request: &Request, payload: &Payload, judging: &Judging) -> Verdict {
+    let (schemes, identities) = (judging.schemes, judging.identities);
     let request = match payload.rest_of_request(request) {
         Ok(request) => request,
         Err(message) => return Verdict::Unreadable { message },
@@ -152,7 +194,7 @@ pub fn judge_delete(
     let old = Marks { values: &values };
     let subject = Subject::new(&request, &meta, None);
     let leftovers = match schemes.several() {
-        true => cross_tool::leftovers(schemes, &old),
+        true => cross_tool::leftovers(schemes, judging.related, &old),
         false => Vec::new(),
     };
     for (s, scheme) in schemes.list.iter().enumerate() {
@@ -163,8 +205,7 @@ pub fn judge_delete(
             scheme: s,
             owner: old.owner(scheme),
         };
-        let rules = (schemes, identities);
-        if let Err(refusal) = check(&request, payload, rules, &subject, Act::Delete, &owned) {
+        if let Err(refusal) = check(&request, payload, judging, &subject, Act::Delete, &owned) {
             return refusal;
         }
     }

@@ -7,6 +7,9 @@ use rstest::rstest;
 use serde_json::{Map, Value, json};
 use single_owner_policy::admission;
 
+#[path = "support/cluster.rs"]
+mod cluster;
+
 /// The settings of deploy/all-tools.yaml.
 pub const ALL_TOOLS: &str = include_str!("support/all-tools.json");
 
@@ -105,8 +108,17 @@ fn payload(old: Option<&[Tool]>, new: &[Tool], settings: &Value) -> Vec<u8> {
 /// Ok(warning fragments, empty: no warning) or Err(message fragments).
 type Expect = Result<&'static [&'static str], &'static [&'static str]>;
 
+/// The HelmReleases the tables' helm-controller keys name, without spec.releaseName: each
+/// installs the release of its own name in its namespace.
+fn helm_releases() -> cluster::Fake {
+    let hr = |name: &str| json!({"metadata": {"name": name, "namespace": "shop"}, "spec": {}});
+    (cluster::Fake::default())
+        .with("HelmRelease", "podinfo", Some("shop"), hr("podinfo"))
+        .with("HelmRelease", "other", Some("shop"), hr("other"))
+}
+
 fn check(old: Option<&[Tool]>, new: &[Tool], settings: &Value, expected: Expect) {
-    let r = admission::validate(&payload(old, new, settings));
+    let r = admission::validate_in(&payload(old, new, settings), &helm_releases());
     match expected {
         Ok(warnings) => {
             assert!(r.accepted, "expected acceptance, got {:?}", r.message);
@@ -196,8 +208,12 @@ fn create(#[case] new: &[Tool], #[case] expected: Expect) {
 // An aliased tool's keys coming or going change the owner: the alias is one owner on an
 // object created with both (this is how `helm install --take-ownership` of an extension's
 // CRD, named like the extension, is refused).
+// helm-controller takes over a Helm release installed under the name its HelmRelease gives
+// (fluxcd/helm-controller internal/reconcile/state.go, ReleaseStatusUnmanaged).
 #[case::helm_controller_labels_added(&[Helm("podinfo", "shop")], &[FluxHelm("podinfo", "shop", "podinfo", "shop")],
-    err(&["is owned by [meta.helm.sh/release-name=podinfo, meta.helm.sh/release-namespace=shop] (helm)", "would add [helm.toolkit.fluxcd.io/name=podinfo, helm.toolkit.fluxcd.io/namespace=shop] (flux-helm)", "keys of aliased tools are one owner on an object created with them all"]))]
+    ok(&["adopted by owner [helm.toolkit.fluxcd.io/name=podinfo, helm.toolkit.fluxcd.io/namespace=shop] (flux-helm), which manages its owner [meta.helm.sh/release-name=podinfo, meta.helm.sh/release-namespace=shop] (helm)"]))]
+#[case::helm_controller_labels_added_for_another_release(&[Helm("web", "shop")], &[FluxHelm("podinfo", "shop", "web", "shop")],
+    err(&["is owned by [meta.helm.sh/release-name=web, meta.helm.sh/release-namespace=shop] (helm)", "would give it a second owner, [helm.toolkit.fluxcd.io/name=podinfo, helm.toolkit.fluxcd.io/namespace=shop] (flux-helm)"]))]
 #[case::helm_controller_labels_go(&[FluxHelm("podinfo", "shop", "podinfo", "shop")], &[Helm("podinfo", "shop")],
     err(&["one owner under aliased tools, and this UPDATE would keep only [meta.helm.sh/release-name=podinfo, meta.helm.sh/release-namespace=shop] (helm)"]))]
 #[case::helm_controller_release_renamed(&[FluxHelm("podinfo", "shop", "podinfo", "shop")], &[FluxHelm("podinfo", "shop", "podinfo-2", "shop")],

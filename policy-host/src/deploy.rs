@@ -66,6 +66,21 @@ pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
         Value::Null => serde_json::json!({}),
         s => s.clone(),
     };
+    let granted = spec["contextAwareResources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (field, (api_version, kind)) in lookups(&settings) {
+        let listed = granted
+            .iter()
+            .any(|r| r["apiVersion"] == api_version && r["kind"] == kind);
+        ensure!(
+            listed,
+            "spec.contextAwareResources must list {{apiVersion: {api_version}, kind: {kind}}}: \
+             settings {field} looks it up (and the policy server's service account must be \
+             allowed to get and list it)"
+        );
+    }
     let answer = policy.validate_settings(&settings)?;
     if !answer.valid {
         bail!(
@@ -74,6 +89,44 @@ pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
         );
     }
     Ok(spec.clone())
+}
+
+/// The kinds the policy's rules look up with these settings (the tools' own rules,
+/// `src/tools/`), each with the setting that needs it.
+fn lookups(settings: &Value) -> Vec<(String, (&'static str, &'static str))> {
+    const CSV: (&str, &str) = ("operators.coreos.com/v1alpha1", "ClusterServiceVersion");
+    const HELM_RELEASE: (&str, &str) = ("helm.toolkit.fluxcd.io/v2", "HelmRelease");
+    const EXTENSION: (&str, &str) = ("olm.operatorframework.io/v1", "ClusterExtension");
+    let mut out = Vec::new();
+    let one_tool = [settings.clone()];
+    let schemes = settings["schemes"]
+        .as_array()
+        .map_or(&one_tool[..], Vec::as_slice);
+    let several = settings["schemes"].is_array();
+    for (i, scheme) in schemes.iter().enumerate() {
+        let at = if several {
+            format!("schemes[{i}].")
+        } else {
+            String::new()
+        };
+        match scheme["tool"].as_str() {
+            Some("olm-v0") => out.push((format!("{at}tool: olm-v0"), CSV)),
+            Some("olm-v1") => {
+                let installer = (scheme["bindings"].as_array().into_iter().flatten())
+                    .any(|b| b["writers"]["installer"] == true);
+                if installer {
+                    out.push((format!("{at}bindings[].writers.installer"), EXTENSION));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (i, alias) in (settings["aliases"].as_array().into_iter().flatten()).enumerate() {
+        if alias["rule"] == "helm-controller" {
+            out.push((format!("aliases[{i}].rule: helm-controller"), HELM_RELEASE));
+        }
+    }
+    out
 }
 
 #[cfg(feature = "selects")]

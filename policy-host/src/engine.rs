@@ -1,6 +1,6 @@
 //! Loads a Kubewarden policy module and calls it through waPC, as policy-server does:
-//! `wapc` + `wasmtime-provider` with WASI, and the `kubewarden` host callback answering only
-//! `tracing`/`log`. `Policy` is one instance reused across evaluations, as `kwctl run` and
+//! `wapc` + `wasmtime-provider` with WASI, and the `kubewarden` host callback answering
+//! `tracing`/`log` and, for a context-aware policy, `kubernetes` (`capabilities`). `Policy` is one instance reused across evaluations, as `kwctl run` and
 //! `kwctl bench` use it; `PolicyPre` makes a fresh instance per evaluation, as policy-server
 //! does.
 
@@ -12,6 +12,7 @@ use serde_json::Value;
 use wapc::{WapcHost, WasiParams};
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
+use crate::capabilities::Capabilities;
 use crate::memory::{GaugedMemoryCreator, MemoryGauge};
 
 /// What the guest's `validate` returns (snake_case, as the Kubewarden SDK writes it).
@@ -39,6 +40,11 @@ pub struct Policy {
 
 impl Policy {
     pub fn load(module: &[u8]) -> Result<Policy> {
+        Policy::load_with(module, Arc::new(Capabilities::none()))
+    }
+
+    /// Loads a module whose host calls of `kubernetes` `capabilities` answers.
+    pub fn load_with(module: &[u8], capabilities: Arc<Capabilities>) -> Result<Policy> {
         let memory = MemoryGauge::default();
         let mut config = wasmtime::Config::new();
         // Copy-on-write memory images need wasmtime's own mmap memories; they only speed up
@@ -47,7 +53,7 @@ impl Policy {
         config.with_host_memory(Arc::new(GaugedMemoryCreator(memory.clone())));
         let provider = (provider_builder(config, module, "reused")?.build())
             .context("cannot instantiate the policy module")?;
-        let host = WapcHost::new(Box::new(provider), Some(Box::new(host_callback)))
+        let host = WapcHost::new(Box::new(provider), Some(host_callback(capabilities)))
             .context("cannot initialize the policy module (wapc_init)")?;
         Ok(Policy { host, memory })
     }
@@ -108,9 +114,14 @@ impl PolicyPre {
 
     /// A fresh instance, its init functions run: what policy-server makes for each request.
     pub fn instantiate(&self) -> Result<WapcHost> {
+        self.instantiate_with(Arc::new(Capabilities::none()))
+    }
+
+    /// A fresh instance whose host calls of `kubernetes` `capabilities` answers.
+    pub fn instantiate_with(&self, capabilities: Arc<Capabilities>) -> Result<WapcHost> {
         let provider = (self.pre.rehydrate(Some(DEADLINES)))
             .context("cannot instantiate the policy module")?;
-        WapcHost::new(Box::new(provider), Some(Box::new(host_callback)))
+        WapcHost::new(Box::new(provider), Some(host_callback(capabilities)))
             .context("cannot initialize the policy module (wapc_init)")
     }
 }
@@ -186,24 +197,38 @@ pub fn validation_payload(request: &serde_json::value::RawValue, settings: &Valu
     format!(r#"{{"request":{},"settings":{settings}}}"#, request.get()).into_bytes()
 }
 
-/// The `kubewarden` host callback: logging is always allowed, other capabilities refused.
-fn host_callback(
-    _id: u64,
-    binding: &str,
-    namespace: &str,
-    operation: &str,
-    payload: &[u8],
-) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
-    match (binding, namespace, operation) {
-        ("kubewarden", "tracing", "log") => {
-            log_guest_event(payload);
-            Ok(Vec::new())
+/// The waPC host callback of one policy.
+type Callback = Box<
+    dyn Fn(
+            u64,
+            &str,
+            &str,
+            &str,
+            &[u8],
+        ) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>>
+        + Send
+        + Sync,
+>;
+
+/// The `kubewarden` host callback: logging is always allowed, `kubernetes` as `capabilities`
+/// grants it, other capabilities refused.
+fn host_callback(capabilities: Arc<Capabilities>) -> Callback {
+    Box::new(move |_id, binding, namespace, operation, payload| {
+        match (binding, namespace, operation) {
+            ("kubewarden", "tracing", "log") => {
+                log_guest_event(payload);
+                Ok(Vec::new())
+            }
+            ("kubewarden", "kubernetes", _) => capabilities
+                .call(operation, payload)
+                .map_err(|e| format!("Callback evaluation failure: {e}").into()),
+            _ => Err(format!(
+                "host capability {binding}/{namespace}/{operation} is not available in \
+                 policy-host"
+            )
+            .into()),
         }
-        _ => Err(format!(
-            "host capability {binding}/{namespace}/{operation} is not available in policy-host"
-        )
-        .into()),
-    }
+    })
 }
 
 fn log_guest_event(payload: &[u8]) {

@@ -6,6 +6,7 @@
 
 mod artifacthub;
 mod bench;
+mod capabilities;
 mod deploy;
 mod engine;
 mod memory;
@@ -249,6 +250,16 @@ enum Command {
         /// The backend's name, for the table.
         #[arg(long, default_value = "policy-host serve")]
         backend: String,
+        /// The preset the cluster runs, whose writes are measured.
+        #[arg(long, value_enum, default_value = "olm-v1")]
+        preset: race::latency::Preset,
+        /// The bearer token of ClusterExtension latency's installer (--preset olm-v1-operator).
+        #[arg(
+            long = "installer-token",
+            env = "INSTALLER_TOKEN",
+            hide_env_values = true
+        )]
+        installer_token: Option<String>,
     },
     /// Send raw bytes to a guest function and print its raw answer (for hostile inputs the
     /// API server would never send). Exits non-zero when the guest traps or errs.
@@ -290,14 +301,55 @@ struct RunArgs {
     /// Settings file, YAML or JSON.
     #[arg(short = 's', long = "settings-path")]
     settings_path: Option<PathBuf>,
+    /// Let the policy look up the Kubernetes kinds its metadata lists
+    /// (`contextAwareResources` of an annotated module), through the kubeconfig's cluster or a
+    /// recorded session.
+    #[arg(long = "allow-context-aware")]
+    allow_context_aware: bool,
+    /// Answer the policy's host calls from this session (kwctl's format), in order.
+    #[arg(long = "replay-host-capabilities-interactions")]
+    replay: Option<PathBuf>,
+    /// Answer them through the cluster, and write the exchanges to this file.
+    #[arg(long = "record-host-capabilities-interactions")]
+    record: Option<PathBuf>,
     /// The policy module: a path or a file:// URL.
     module: String,
 }
 
 impl RunArgs {
+    /// What the policy may look up: with --allow-context-aware, the kinds its metadata lists.
+    fn capabilities(&self, module: &[u8]) -> Result<std::sync::Arc<capabilities::Capabilities>> {
+        let granted = match self.allow_context_aware {
+            true => metadata::read(module)?
+                .map(|m| m.context_aware_resources)
+                .unwrap_or_default()
+                .into_iter()
+                .map(serde_json::from_value)
+                .collect::<Result<Vec<capabilities::Resource>, _>>()
+                .context("the module's contextAwareResources cannot be read")?,
+            false => Vec::new(),
+        };
+        let caps = capabilities::Capabilities::new(
+            granted,
+            self.replay.as_deref(),
+            self.record.as_deref(),
+            self.allow_context_aware,
+        )?;
+        Ok(std::sync::Arc::new(caps))
+    }
+
     /// Loads the module and the request, and validates the settings first, as kwctl does.
-    fn prepare(&self) -> Result<(Policy, review::AdmissionRequest, Vec<u8>)> {
-        let policy = Policy::load(&read_module(&self.module)?)?;
+    fn prepare(
+        &self,
+    ) -> Result<(
+        Policy,
+        review::AdmissionRequest,
+        Vec<u8>,
+        std::sync::Arc<capabilities::Capabilities>,
+    )> {
+        let module = read_module(&self.module)?;
+        let capabilities = self.capabilities(&module)?;
+        let policy = Policy::load_with(&module, capabilities.clone())?;
         let settings =
             review::read_settings(self.settings_json.as_deref(), self.settings_path.as_deref())?;
         let answer = policy
@@ -311,7 +363,7 @@ impl RunArgs {
         }
         let request = review::read_request(&self.request)?;
         let payload = validation_payload(&request.raw, &settings);
-        Ok((policy, request, payload))
+        Ok((policy, request, payload, capabilities))
     }
 }
 
@@ -373,7 +425,7 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&list)?);
         }
         Command::Run(args) => {
-            let (policy, request, payload) = args.prepare()?;
+            let (policy, request, payload, capabilities) = args.prepare()?;
             // One line, as `kwctl run` prints it.
             // kwctl run lets a policy mutate (its policy id is "policy-from-cli").
             let mutation = review::Mutation {
@@ -387,6 +439,7 @@ fn run(cli: Cli) -> Result<()> {
                 mutation,
             );
             println!("{}", serde_json::to_string(&response)?);
+            capabilities.finish()?;
         }
         Command::Bench {
             run,
@@ -397,7 +450,7 @@ fn run(cli: Cli) -> Result<()> {
             end_to_end,
             fresh_instance,
         } => {
-            let (policy, request, payload) = run.prepare()?;
+            let (policy, request, payload, _) = run.prepare()?;
             let pre = match fresh_instance {
                 true => Some(engine::PolicyPre::load(&read_module(&run.module)?)?),
                 false => None,
@@ -570,6 +623,8 @@ fn run(cli: Cli) -> Result<()> {
             updates,
             warm_up,
             backend,
+            preset,
+            installer_token,
         } => {
             let cluster = race::apiserver::Cluster {
                 urls: vec![apiserver],
@@ -579,7 +634,13 @@ fn run(cli: Cli) -> Result<()> {
                 etcd: String::new(),
                 webhook_log: None,
             };
-            race::latency::latency(&cluster, updates, warm_up, &backend)?;
+            race::latency::latency(
+                &cluster,
+                preset,
+                installer_token.as_deref(),
+                (updates, warm_up),
+                &backend,
+            )?;
         }
         #[cfg(feature = "selects")]
         Command::Selects { manifest, requests } => {

@@ -31,6 +31,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::capabilities::{Capabilities, Resource};
 use crate::engine::{PolicyPre, read_module, validation_payload};
 use crate::review::admission_response;
 
@@ -73,6 +74,8 @@ struct PolicyEntry {
     allowed_to_mutate: Option<bool>,
     #[serde(default)]
     policy_mode: Option<String>,
+    #[serde(default)]
+    context_aware_resources: Vec<Resource>,
 }
 
 struct LoadedPolicy {
@@ -80,6 +83,7 @@ struct LoadedPolicy {
     settings: Value,
     monitor: bool,
     allowed_to_mutate: bool,
+    capabilities: Arc<Capabilities>,
 }
 
 struct State {
@@ -121,6 +125,9 @@ fn load(path: &PathBuf) -> Result<BTreeMap<String, LoadedPolicy>> {
             Some("monitor") => true,
             Some(other) => bail!("policy {id}: policyMode must be protect or monitor, not {other}"),
         };
+        let live = !entry.context_aware_resources.is_empty();
+        let capabilities = Capabilities::new(entry.context_aware_resources, None, None, live)
+            .with_context(|| format!("policy {id}: its contextAwareResources need a cluster"))?;
         policies.insert(
             id,
             LoadedPolicy {
@@ -128,6 +135,7 @@ fn load(path: &PathBuf) -> Result<BTreeMap<String, LoadedPolicy>> {
                 settings,
                 monitor,
                 allowed_to_mutate: entry.allowed_to_mutate == Some(true),
+                capabilities: Arc::new(capabilities),
             },
         );
     }
@@ -171,7 +179,7 @@ fn evaluate(state: &State, id: &str, body: &[u8]) -> Result<(Value, Value), (Sta
     let start = Instant::now();
     let answer = policy
         .pre
-        .instantiate()
+        .instantiate_with(policy.capabilities.clone())
         .and_then(|host| {
             host.call("validate", &payload)
                 .map_err(|e| anyhow::anyhow!("{e}"))

@@ -114,13 +114,21 @@ impl ClusterAdmissionPolicy {
     }
 
     /// The policies.yml entry policy-server serves this policy with, from `module`.
+    /// policy-server's entry for the policy, as the controller writes it into the
+    /// policy-server's ConfigMap (the spec's contextAwareResources included).
     pub fn policies_entry(&self, module: &str) -> Value {
-        json!({
+        let mut entry = json!({
             "module": module,
             "settings": match &self.spec["settings"] { Value::Null => json!({}), s => s.clone() },
             "allowedToMutate": self.spec["mutating"] == true,
             "policyMode": self.spec["mode"].as_str().unwrap_or("protect"),
-        })
+        });
+        if let Some(kinds) = self.spec["contextAwareResources"].as_array()
+            && !kinds.is_empty()
+        {
+            entry["contextAwareResources"] = Value::Array(kinds.clone());
+        }
+        entry
     }
 }
 

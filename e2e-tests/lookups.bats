@@ -1,0 +1,92 @@
+#!/usr/bin/env bats
+# The tools' rules that look something up (a context-aware policy: Kubewarden's `kubernetes`
+# host capability), through the built module: what the module is granted, and that a lookup
+# that fails or is not granted is a clear refusal (403), never a 500 and never an acceptance.
+# Sessions are kwctl's recorded host-capability sessions; the corpus (corpus.bats) replays one
+# per write.
+
+load common
+
+setup_file() {
+  export CORPUS="$BATS_FILE_TMPDIR/corpus"
+  python3 "$ROOT/e2e-tests/corpus/corpus.py" build "$CORPUS"
+  "$POLICY_HOST" verify-manifest "$ROOT/deploy/all-tools.yaml" "$POLICY" | jq .settings >"$BATS_FILE_TMPDIR/all-tools.json"
+  "$POLICY_HOST" verify-manifest "$ROOT/deploy/identity/olm-v1-operator.yaml" "$POLICY" | jq .settings >"$BATS_FILE_TMPDIR/olm-v1-operator.json"
+  echo '[]' >"$BATS_FILE_TMPDIR/empty.yml"
+}
+
+upgrade() { echo "$CORPUS/olm-v0/upgrade-relabels-deployment"; }
+
+@test "the module's metadata grants the kinds the tools' rules look up" {
+  run --separate-stderr "$POLICY_HOST" inspect "$POLICY"
+  assert_success
+  for kind in ClusterServiceVersion HelmRelease ClusterExtension; do
+    [[ "$output" == *"$kind"* ]] || fail "contextAwareResources lack $kind: $output"
+  done
+}
+
+@test "an OLM v0 upgrade is accepted when the new CSV replaces the old one (replayed lookup)" {
+  evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$(upgrade).session.yml"
+  assert_quiet_accept
+}
+
+@test "a lookup the policy is not granted is a 403 refusal that says so" {
+  evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json"
+  assert_rejected
+  assert_message_contains 'would change its owner to [olm.owner=cert-manager.v1.17.1]' \
+    "Whether the new owner replaces the current one by olm-v0's upgrade rule could not be checked, and the policy refuses what it cannot check" \
+    'Policy has not been granted access to Kubernetes operators.coreos.com/v1alpha1/ClusterServiceVersion resources' \
+    'Grant the policy that lookup (contextAwareResources'
+}
+
+@test "a lookup that finds nothing, or that the host cannot answer, is a 403 refusal naming the lookup" {
+  evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$CORPUS/olm-v0/relabel-to-a-csv-that-does-not-exist.session.yml"
+  assert_rejected
+  assert_message_contains 'the lookup of ClusterServiceVersion "cert-manager.v1.17.1" in namespace "cert-manager" (operators.coreos.com/v1alpha1) failed' \
+    "Cannot find operators.coreos.com/v1alpha1/ClusterServiceVersion named 'cert-manager.v1.17.1'"
+  evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$BATS_FILE_TMPDIR/empty.yml"
+  assert_rejected
+  assert_message_contains 'could not be checked'
+}
+
+@test "the issue's OLM v1 install: the extension's service account creates its ServiceAccount under the identity preset" {
+  local w="$CORPUS/olm-v1/helm-install-serviceaccount-as-installer"
+  evaluate "$w.json" -s "$BATS_FILE_TMPDIR/olm-v1-operator.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$w.session.yml"
+  assert_quiet_accept
+  # Without the lookup, the installer cannot be told apart: refused, saying why.
+  evaluate "$w.json" -s "$BATS_FILE_TMPDIR/olm-v1-operator.json"
+  assert_rejected
+  assert_message_contains 'service account argocd-system/argocd-installer may not create it' \
+    "bindings[0] (serviceAccounts olmv1-system/operator-controller-controller-manager, the owner's installer)" \
+    "The owner's installer could not be looked up, and the policy refuses what it cannot check"
+}
+
+@test "a Flux release named by spec.releaseName is looked up; one named by the HelmRelease's name is not" {
+  local w="$CORPUS/flux-helm/install-with-release-name"
+  evaluate "$w.json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$w.session.yml"
+  assert_quiet_accept
+  # The default naming and a target namespace need no lookup: no session at all.
+  evaluate "$CORPUS/flux-helm/install-with-target-namespace.json" -s "$BATS_FILE_TMPDIR/all-tools.json"
+  assert_quiet_accept
+}
+
+@test "verify-manifest refuses a preset whose settings look up a kind its contextAwareResources do not grant" {
+  sed '/^  contextAwareResources:$/,/^  rules:$/{/^  rules:$/!d}' "$ROOT/deploy/all-tools.yaml" >"$BATS_TEST_TMPDIR/all-tools.yaml"
+  run --separate-stderr "$POLICY_HOST" verify-manifest "$BATS_TEST_TMPDIR/all-tools.yaml" "$POLICY"
+  assert_failure
+  [[ "$stderr" == *"spec.contextAwareResources must list {apiVersion: operators.coreos.com/v1alpha1, kind: ClusterServiceVersion}: settings schemes[1].tool: olm-v0 looks it up"* ]] ||
+    fail "$stderr"
+}
+
+@test "a recorded session's request that does not match what the policy asks is refused, not replayed" {
+  local w="$CORPUS/olm-v0/upgrade-relabels-deployment"
+  evaluate "$w.json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$CORPUS/flux-helm/install-with-release-name.session.yml"
+  assert_rejected
+  assert_message_contains 'Replay error: unexpected request' 'could not be checked'
+}

@@ -1,0 +1,230 @@
+//! What the rules look up in the cluster: Kubewarden's `kubernetes` host capability.
+//!
+//! Some of the tools' own rules need what the object written does not carry: the replacement
+//! chain of an OLM v0 ClusterServiceVersion, the release a Flux HelmRelease names, the
+//! installer a ClusterExtension names. A context-aware policy asks the host for those objects
+//! (`get_resource`, `list_resources_all`); policy-server reads them through the API server
+//! (caching what it found for 5 seconds), `kwctl run --replay-host-capabilities-interactions`
+//! from a recorded session. The host answers only for the kinds the policy was granted
+//! (`contextAwareResources` in `metadata.yml` and in the ClusterAdmissionPolicy).
+//!
+//! Lookups are off the hot path: a rule makes one only where the object alone cannot decide,
+//! and a lookup that fails is the rule's refusal, with the host's words (never a 500, never a
+//! silent accept). Of the objects found only the strings a rule reads are decoded (`fields`),
+//! with the policy's own reader, which skips everything else by its structure.
+
+use std::cell::RefCell;
+
+use crate::json::{Reader, write_string};
+
+/// One object to look up: an `apiVersion` and `kind` the policy was granted, a name, and a
+/// namespace unless the kind is cluster-scoped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Get<'a> {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub name: &'a str,
+    pub namespace: Option<&'a str>,
+}
+
+/// Objects of one kind across the cluster, chosen by selectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct List<'a> {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub label_selector: Option<&'a str>,
+    pub field_selector: Option<&'a str>,
+}
+
+/// The cluster, as the rules see it. `Err` carries the host's message (an object not found
+/// is an error too: the host has no other way to say it).
+pub trait Cluster {
+    /// The object's JSON.
+    fn get(&self, what: &Get) -> Result<Vec<u8>, String>;
+    /// A list's JSON (`{"items": [...]}`).
+    fn list(&self, what: &List) -> Result<Vec<u8>, String>;
+}
+
+/// The host's `kubernetes` capability, through waPC.
+pub struct Host;
+
+impl Host {
+    fn call(operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        wapc_guest::host_call("kubewarden", "kubernetes", operation, payload).map_err(|e| {
+            match e.to_string() {
+                m if m.is_empty() => format!("the host answered {operation} with an error"),
+                m => m,
+            }
+        })
+    }
+}
+
+/// `"key":` then a JSON string or `null`.
+fn field(out: &mut Vec<u8>, key: &str, value: Option<&str>) {
+    out.push(if out.is_empty() { b'{' } else { b',' });
+    write_string(out, key);
+    out.push(b':');
+    match value {
+        Some(v) => write_string(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+impl Cluster for Host {
+    /// The SDK's `GetResourceRequest`, without `field_masks`: kwctl and policy-server 1.31 do
+    /// not know them, and a session recorded without masks replays only requests without
+    /// them. The host's cache (5 seconds in policy-server) is wanted: a tool writes many
+    /// objects of one owner in a burst, and each of them asks the same question.
+    fn get(&self, what: &Get) -> Result<Vec<u8>, String> {
+        let mut payload = Vec::with_capacity(160);
+        field(&mut payload, "api_version", Some(what.api_version));
+        field(&mut payload, "kind", Some(what.kind));
+        field(&mut payload, "name", Some(what.name));
+        field(&mut payload, "namespace", what.namespace);
+        payload.extend_from_slice(br#","disable_cache":false}"#);
+        Host::call("get_resource", &payload)
+    }
+
+    /// The SDK's `ListAllResourcesRequest`, without masks.
+    fn list(&self, what: &List) -> Result<Vec<u8>, String> {
+        let mut payload = Vec::with_capacity(160);
+        field(&mut payload, "api_version", Some(what.api_version));
+        field(&mut payload, "kind", Some(what.kind));
+        field(&mut payload, "label_selector", what.label_selector);
+        field(&mut payload, "field_selector", what.field_selector);
+        payload.push(b'}');
+        Host::call("list_resources_all", &payload)
+    }
+}
+
+/// A cluster that holds nothing: every lookup fails, saying why. What `admission::judge`
+/// uses natively, where there is no host.
+pub struct Nowhere;
+
+impl Cluster for Nowhere {
+    fn get(&self, what: &Get) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "no cluster to look up {} {:?} in",
+            what.kind, what.name
+        ))
+    }
+
+    fn list(&self, what: &List) -> Result<Vec<u8>, String> {
+        Err(format!("no cluster to list {} in", what.kind))
+    }
+}
+
+/// A lookup remembered: kind, name, namespace, and the answer.
+type Answered = (String, String, Option<String>, Result<Vec<u8>, String>);
+
+/// Remembers the answers of one request's lookups, so that a rule that asks twice (the old
+/// and the new object name the same owner) costs the host one call.
+pub struct Remembered<'c> {
+    cluster: &'c dyn Cluster,
+    gets: RefCell<Vec<Answered>>,
+}
+
+impl<'c> Remembered<'c> {
+    pub fn new(cluster: &'c dyn Cluster) -> Self {
+        Remembered {
+            cluster,
+            gets: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+impl Cluster for Remembered<'_> {
+    fn get(&self, what: &Get) -> Result<Vec<u8>, String> {
+        let same = |(kind, name, namespace, _): &&Answered| {
+            kind == what.kind && name == what.name && namespace.as_deref() == what.namespace
+        };
+        if let Some((.., answer)) = self.gets.borrow().iter().find(same) {
+            return answer.clone();
+        }
+        let answer = self.cluster.get(what);
+        self.gets.borrow_mut().push((
+            what.kind.to_string(),
+            what.name.to_string(),
+            what.namespace.map(str::to_string),
+            answer.clone(),
+        ));
+        answer
+    }
+
+    fn list(&self, what: &List) -> Result<Vec<u8>, String> {
+        self.cluster.list(what)
+    }
+}
+
+/// Where a lookup is described in messages: `ClusterServiceVersion "x" in namespace "y"`.
+pub fn described(what: &Get) -> String {
+    match what.namespace {
+        Some(ns) => format!(
+            "{} {:?} in namespace {:?} ({})",
+            what.kind, what.name, ns, what.api_version
+        ),
+        None => format!("{} {:?} ({})", what.kind, what.name, what.api_version),
+    }
+}
+
+/// The strings at `paths` (each a list of keys from the top) of the JSON object `json`,
+/// `None` where absent or `null`; everything else is skipped. An object found is read only
+/// for what a rule needs, and a field of the wrong type is an error.
+pub fn fields(json: &[u8], paths: &[&[&str]]) -> Result<Vec<Option<String>>, String> {
+    let mut out = vec![None; paths.len()];
+    let mut r = Reader::new(json);
+    let all: Vec<usize> = (0..paths.len()).collect();
+    read_fields(&mut r, paths, 0, &all, &mut out)
+        .and_then(|()| r.end())
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// `fields` of each object of a list's `items`.
+pub fn items(json: &[u8], paths: &[&[&str]]) -> Result<Vec<Vec<Option<String>>>, String> {
+    let mut out = Vec::new();
+    let mut r = Reader::new(json);
+    let all: Vec<usize> = (0..paths.len()).collect();
+    let read = r.object("the list", |r, key| {
+        if key != b"items" || r.null()? {
+            return r.skip_value();
+        }
+        r.elements("items", |r| {
+            let mut one = vec![None; paths.len()];
+            read_fields(r, paths, 0, &all, &mut one)?;
+            out.push(one);
+            Ok(())
+        })
+    });
+    read.and_then(|()| r.end()).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Reads the object at the reader, for the `active` paths, whose first `depth` keys led here.
+fn read_fields(
+    r: &mut Reader,
+    paths: &[&[&str]],
+    depth: usize,
+    active: &[usize],
+    out: &mut [Option<String>],
+) -> crate::json::Result<()> {
+    if r.null()? {
+        return Ok(());
+    }
+    r.object("the object", |r, key| {
+        let next: Vec<usize> = (active.iter().copied())
+            .filter(|&i| paths[i].get(depth).is_some_and(|k| k.as_bytes() == key))
+            .collect();
+        let Some(&first) = next.first() else {
+            return r.skip_value();
+        };
+        if paths[first].len() == depth + 1 {
+            if !r.null()? {
+                let value = r.string_value(|| paths[first].join("."))?;
+                out[first] = Some(value.to_string());
+            }
+            return Ok(());
+        }
+        read_fields(r, paths, depth + 1, &next, out)
+    })
+}

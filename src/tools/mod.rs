@@ -1,0 +1,53 @@
+//! What the policy knows of each tool's own lifecycle: the rules by which a tool moves an
+//! object from one owner to the next, names one owner in two tools' keys, or writes as an
+//! identity of the owner's choosing. A scheme names its tool (`tool`), an alias its tool's
+//! rule (`rule`); each rule lives in the module of its tool, with the tool's source it follows.
+//!
+//! Only what the objects do not carry is looked up (`cluster`); these modules read plain
+//! values, not the policy's owner model, which uses them.
+
+pub mod argocd;
+pub mod flux_helm;
+pub mod olm_v0;
+pub mod olm_v1;
+
+/// The tools a scheme may name, with the owner keys their rules read (each must be one of
+/// the scheme's owner keys) and what naming the tool does.
+pub const TOOLS: [(&str, &[&str], &str); 6] = [
+    (
+        "olm-v1",
+        &[olm_v1::OWNER_NAME],
+        "bindings may name the ClusterExtension's installer (writers.installer)",
+    ),
+    (
+        "olm-v0",
+        &[olm_v0::OWNER, olm_v0::OWNER_NAMESPACE, olm_v0::OWNER_KIND],
+        "an object moves to the ClusterServiceVersion whose replacement chain holds its owner",
+    ),
+    ("helm", &[], "no rule of its own"),
+    (
+        "argocd",
+        &[argocd::TRACKING_ID],
+        "the owner in a tracking id is its Application",
+    ),
+    ("flux", &[], "no rule of its own"),
+    ("flux-helm", &[], "no rule of its own"),
+];
+
+/// The rules an alias may name: the owner keys of its first scheme, then of its second, that
+/// the rule reads.
+pub const ALIAS_RULES: [&str; 1] = ["helm-controller"];
+
+/// The keys of the two schemes an alias rule relates.
+pub fn alias_rule_keys(rule: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
+    match rule {
+        "helm-controller" => Some((
+            &[flux_helm::NAME, flux_helm::NAMESPACE],
+            &[flux_helm::RELEASE_NAME, flux_helm::RELEASE_NAMESPACE],
+        )),
+        _ => None,
+    }
+}
+
+/// The tools whose owners name an installer (`writers.installer`).
+pub const INSTALLER_TOOLS: [&str; 1] = ["olm-v1"];
