@@ -205,11 +205,17 @@ sends_not() {
   [[ "$stderr" == *'spec.settings are not valid: ownerKindLabel "bad key"'* ]] || fail "$stderr"
 }
 
-@test "README's binding example is the Flux tenants preset's settings, and valid" {
-  # The preset with its settings replaced by README's example (YAML read by policy-host).
+@test "docs/writers.md's binding example is the Flux tenants preset's settings, and valid" {
+  # The preset with its settings replaced by the example (YAML read by policy-host): the yaml
+  # block of docs/writers.md that names flux-tenants.yaml.
+  local block
+  block="$(awk '/^```yaml$/ { inside = 1; body = ""; next }
+    inside && /^```$/ { inside = 0; if (body ~ /flux-tenants\.yaml/) { printf "%s", body; exit } next }
+    inside { body = body $0 "\n" }' "$ROOT/docs/writers.md")"
+  [ -n "$block" ] || fail "docs/writers.md has no yaml block naming flux-tenants.yaml"
   {
     sed '/^  settings:$/,$d' "$ROOT/deploy/identity/flux-tenants.yaml"
-    sed -n '/^```yaml$/,/^```$/p' "$ROOT/README.md" | sed '1d;$d' | sed 's/^/  /'
+    sed 's/^/  /' <<<"$block"
   } >"$BATS_TEST_TMPDIR/readme.yaml"
   run --separate-stderr "$POLICY_HOST" verify-manifest "$BATS_TEST_TMPDIR/readme.yaml" "$POLICY"
   assert_success

@@ -1,38 +1,81 @@
 #!/usr/bin/env bats
-# README's "When a write is refused" table, row by row, against the built module: each row's
-# example (an e2e fixture, with its settings) must still be answered as the row says, and its
-# message must still start with the row's text.
+# The refusal table of docs/refusals.md ("Every answer"), row by row, against the built module:
+# each row's example (an e2e fixture, or a write of the lifecycle corpus, with its settings)
+# must still be answered as the row says, and its message must still start with the row's text
+# (and hold each part after a ` ... `, in order). README's answers met most are rows of it.
 
 load common
+
+DOC="$ROOT/docs/refusals.md"
+
+setup_file() {
+  # The lifecycle corpus's writes (e2e-tests/corpus/), as rows name them: corpus/TOOL/WRITE.json.
+  python3 "$ROOT/e2e-tests/corpus/corpus.py" build "$BATS_FILE_TMPDIR/corpus"
+}
 
 # The rows between the markers, one per line: answer, message start, example (each cell with
 # its Markdown code spans unwrapped).
 rows() {
-  sed -n '/^<!-- refusals:begin -->$/,/^<!-- refusals:end -->$/p' "$ROOT/README.md" |
+  sed -n '/^<!-- refusals:begin -->$/,/^<!-- refusals:end -->$/p' "$DOC" |
     grep '^| ' | tail -n +2 | grep -v '^|---'
 }
 
-@test "README: every row of the refusal table is what the module answers for its example" {
+# The answers across tools, listed by their phrase.
+across() {
+  sed -n '/^<!-- across:begin -->$/,/^<!-- across:end -->$/p' "$DOC"
+}
+
+# says TEXT EXPECTED [prefix]: whether TEXT holds each ` ... `-separated part of EXPECTED, in
+# order (the first at its start, with `prefix`).
+says() {
+  local text="$1" rest="$2" part at=0
+  while :; do
+    part="${rest%% ... *}"
+    if [ "$at" -eq 0 ] && [ "${3:-}" = prefix ]; then
+      [[ "$text" == "$part"* ]] || return 1
+    else
+      [[ "$text" == *"$part"* ]] || return 1
+    fi
+    text="${text#*"$part"}"
+    at=1
+    [[ "$rest" == *" ... "* ]] || return 0
+    rest="${rest#* ... }"
+  done
+}
+
+@test "docs/refusals.md: every row of the refusal table is what the module answers for its example" {
   local count=0 failures=0
   while IFS= read -r row; do
     count=$((count + 1))
-    local answer start example fixture settings
+    local answer start example fixture settings granted request
     answer="$(awk -F' \\| ' '{print $1}' <<<"$row" | sed 's/^| //')"
     start="$(awk -F' \\| ' '{print $2}' <<<"$row" | sed 's/^`//; s/`$//')"
     example="$(awk -F' \\| ' '{print $3}' <<<"$row")"
-    fixture="$(sed -n 's/^`\([^`]*\)`.*/\1/p' <<<"$example")"
-    settings="$(sed -n 's/^`[^`]*` with `\([^`]*\)`$/\1/p' <<<"$example")"
-    local args=(-r "$FIXTURES/$fixture")
+    # `FIXTURE`, then ` with `SETTINGS``, then `, lookups not granted`.
+    local form='^`([^`]+)`( with `([^`]+)`)?(, lookups not granted)?$'
+    [[ "$example" =~ $form ]] ||
+      { echo "FAIL row $count: the example '$example' is not \`FIXTURE\` [with \`SETTINGS\`] [, lookups not granted]" >&3; failures=$((failures + 1)); continue; }
+    fixture="${BASH_REMATCH[1]}" settings="${BASH_REMATCH[3]}" granted="${BASH_REMATCH[4]:+no}"
+    case "$fixture" in
+      corpus/*) request="$BATS_FILE_TMPDIR/$fixture" ;;
+      *) request="$FIXTURES/$fixture" ;;
+    esac
+    local args=(-r "$request")
     case "$settings" in
       "") ;;
       "{"*) args+=(--settings-json "$settings") ;;
-      identity/* | all-tools.yaml)
+      deploy/*)
         # A preset's settings, as the ClusterAdmissionPolicy carries them.
-        "$POLICY_HOST" verify-manifest "$ROOT/deploy/$settings" "$POLICY" | jq .settings >"$BATS_TEST_TMPDIR/preset.json"
+        "$POLICY_HOST" verify-manifest "$ROOT/$settings" "$POLICY" | jq .settings >"$BATS_TEST_TMPDIR/preset.json"
         args+=(-s "$BATS_TEST_TMPDIR/preset.json") ;;
       *) args+=(-s "$SETTINGS/$settings") ;;
     esac
-    [ -f "$FIXTURES/$fixture" ] || { echo "FAIL row $count: no fixture '$fixture'" >&3; failures=$((failures + 1)); continue; }
+    # The lookups the write makes are answered as recorded (kwctl's session), unless the row
+    # is about a lookup the policy is not granted.
+    if [ -z "$granted" ] && [ -f "${request%.json}.session.yml" ]; then
+      args+=(--allow-context-aware --replay-host-capabilities-interactions "${request%.json}.session.yml")
+    fi
+    [ -f "$request" ] || { echo "FAIL row $count: no fixture '$fixture'" >&3; failures=$((failures + 1)); continue; }
     run --separate-stderr "$KWCTL" run "${args[@]}" "file://$POLICY"
     local got text
     case "$answer" in
@@ -49,19 +92,19 @@ rows() {
     if [ "$answer" != settings ] && [ "$got" != "$answer" ]; then
       echo "FAIL row $count ($fixture): answered $got, the table says $answer" >&3
       failures=$((failures + 1))
-    elif [ "$answer" = settings ] && [[ "$text" != *"$start"* ]]; then
+    elif [ "$answer" = settings ] && ! says "$text" "$start"; then
       echo "FAIL row $count ($fixture): the error lacks '$start': $text" >&3
       failures=$((failures + 1))
-    elif [ "$answer" != settings ] && [[ "$text" != "$start"* ]]; then
+    elif [ "$answer" != settings ] && ! says "$text" "$start" prefix; then
       echo "FAIL row $count ($fixture): the message does not start with '$start': $text" >&3
       failures=$((failures + 1))
     fi
   done < <(rows)
-  [ "$count" -ge 20 ] || fail "only $count rows were read"
+  [ "$count" -ge 30 ] || fail "only $count rows were read"
   [ "$failures" -eq 0 ] || fail "$failures of $count rows do not match the module"
 }
 
-@test "README: the refusal table names every rule's refusal and every warning the rules give" {
+@test "docs/refusals.md: the refusal table names every rule's refusal and every warning the rules give" {
   # Each outcome of the rules (src/owner.rs) that refuses or warns has a row; a new rule
   # without a row fails here.
   local table
@@ -76,7 +119,11 @@ rows() {
     'would be created with the owners of two tools' 'and this UPDATE would give it a second owner' \
     'keys of aliased tools are one owner on an object created with them all' \
     'the successor its owner named in single-owner.kubewarden.io/handover-to: remove the former owner' \
-    'is finished'; do
+    'is finished' ', which manages its owner ' \
+    "The new owner does not replace the current one by olm-v0's upgrade rule (its replacement chain: " \
+    "Whether the new owner replaces the current one by olm-v0's upgrade rule could not be checked, and the policy refuses what it cannot check: " \
+    "The owner's installer could not be looked up, and the policy refuses what it cannot check: " \
+    "carries the keys of two tools that one tool's rule relates, and whether they name one owner cannot be decided: "; do
     grep -qF -- "$phrase" <<<"$table" || fail "no row for '$phrase'"
   done
   # And the rules give no refusal or warning beyond those: one per Transition that is not an
@@ -84,14 +131,30 @@ rows() {
   local outcomes
   outcomes="$(grep -cE '^\s+Transition::[A-Za-z]+( \{[^}]*\})?( if [^=]*)? => Verdict::(reject|warn)\(' "$ROOT/src/same_owner.rs")"
   [ "$outcomes" -eq 8 ] || fail "src/same_owner.rs judges $outcomes transitions with a refusal or warning; the table knows 8"
-  # Across tools: README lists each answer of src/cross_tool.rs by its phrase; the four of
-  # adoption and orphaning are the rows above.
+  # Across tools: docs/refusals.md lists each answer of src/cross_tool.rs by its phrase; the
+  # four of adoption and orphaning are the rows above.
   local listed phrase
-  listed="$(sed -n '/^<!-- across:begin -->$/,/^<!-- across:end -->$/p' "$ROOT/README.md" | grep -c '^- ')"
+  listed="$(across | grep -c '^- ')"
   while IFS= read -r phrase; do
-    grep -qF -- "$phrase" "$ROOT/src/cross_tool.rs" || fail "README lists '$phrase', which src/cross_tool.rs does not say"
-  done < <(sed -n '/^<!-- across:begin -->$/,/^<!-- across:end -->$/p' "$ROOT/README.md" | sed -n 's/^- [^`]*`\([^`]*\)`.*/\1/p')
+    grep -qF -- "$phrase" "$ROOT/src/cross_tool.rs" || fail "docs/refusals.md lists '$phrase', which src/cross_tool.rs does not say"
+  done < <(across | sed -n 's/^- [^`]*`\([^`]*\)`.*/\1/p')
   outcomes="$(grep -cE 'Verdict::(reject|warn)\(' "$ROOT/src/cross_tool.rs")"
   [ "$outcomes" -eq $((listed + 4)) ] ||
-    fail "src/cross_tool.rs answers with $outcomes refusals or warnings; README lists $listed, and adoption and orphaning are 4"
+    fail "src/cross_tool.rs answers with $outcomes refusals or warnings; docs/refusals.md lists $listed, and adoption and orphaning are 4"
+}
+
+@test "README: each answer met most quotes a row of docs/refusals.md's table" {
+  # README's short list (between its markers) names each answer by a part of its message: a
+  # row of the checked table must hold it (each part between ` ... `, in order).
+  local count=0 phrase row found
+  while IFS= read -r phrase; do
+    count=$((count + 1))
+    found=
+    while IFS= read -r row; do
+      says "$(awk -F' \\| ' '{print $2}' <<<"$row")" "$phrase" && { found=1; break; }
+    done < <(rows)
+    [ -n "$found" ] || fail "README quotes '$phrase', which no row of docs/refusals.md's table holds"
+  done < <(sed -n '/^<!-- answers:begin -->$/,/^<!-- answers:end -->$/p' "$ROOT/README.md" |
+    sed -n 's/^| [^|`]*`\([^`]*\)`.*/\1/p')
+  [ "$count" -ge 5 ] || fail "README's list of answers met most has $count entries"
 }

@@ -27,50 +27,15 @@ module="$(realpath "${POLICY:-$root/annotated-policy.wasm}")"
 log() { echo "cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# free_ports N: N ports, each free when held together (a port next to a free one may well be
-# taken: connections' local ports are handed out in runs).
-free_ports() {
-  python3 -c 'import socket, sys
-held = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in held: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
-}
-
-# wait_for SECONDS WHAT COMMAND...: runs COMMAND until it succeeds, at most SECONDS.
-wait_for() {
-  local seconds="$1" what="$2" deadline
-  shift 2
-  deadline=$((SECONDS + seconds))
-  until "$@" >/dev/null 2>&1; do
-    [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep 0.2
-  done
-  log "$what ready after $((seconds - (deadline - SECONDS))) s"
-}
+# shellcheck source=scripts/processes.bash
+source "$root/scripts/processes.bash"
 
 # start NAME COMMAND...: runs COMMAND in the background, its output in NAME.log, its PID in
-# pids/NAME.pid. It keeps no descriptor of its caller's but those (bats waits for whoever
-# holds its fd 3).
+# pids/NAME.pid.
 start() {
   local name="$1"
   shift
-  "$@" </dev/null >"$dir/$name.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
-  echo $! >"$dir/pids/$name.pid"
-}
-
-stop_pid_file() {
-  local file="$1" pid
-  pid="$(cat "$file")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$file"
+  start_in "$dir/pids" "$name" "$dir/$name.log" "$@"
 }
 
 down() {

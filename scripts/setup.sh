@@ -49,6 +49,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# The lifecycle corpus (e2e-tests/corpus/corpus.py) reads YAML with PyYAML: Debian's package
+# when the machine's python3 is Debian's, else PyPI's.
+if [[ "$what" == all || "$what" == test ]] && ! python3 -c 'import yaml' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check PyYAML==6.0.3 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages PyYAML==6.0.3
+fi
+
 # Real Helm: helm-sdkpy 0.1.32 carries the Helm v4.3.0 SDK as a shared library for
 # linux-amd64. It declares Python >= 3.12, but its bindings (cffi) import and run on 3.11,
 # which the build machines have: installed with --ignore-requires-python, pinned.

@@ -271,7 +271,12 @@ impl Schemes {
                 out
             };
             let on = |m: Option<&Marks>, s: usize| m.map(|m| of(s, m)).unwrap_or_default();
-            let (old_a, old_b, new_a, new_b) = (on(old, sa), on(old, sb), of(sa, new), of(sb, new));
+            let (old_a, new_a) = (on(old, sa), of(sa, new));
+            if old_a.is_empty() && new_a.is_empty() {
+                // No owner of the rule's first tool: nothing to relate (the common case).
+                continue;
+            }
+            let (old_b, new_b) = (on(old, sb), of(sb, new));
             for a in old_a.iter().chain(&new_a) {
                 for b in old_b.iter().chain(&new_b) {
                     if related.pairs.iter().any(|(x, y, _)| x == a && y == b) {

@@ -112,11 +112,7 @@ impl Rules {
         if let Err(message) = checked {
             return Verdict::reject(message);
         }
-        let related = match self.schemes.relate(cluster, old.as_ref(), &new) {
-            Ok(related) => related,
-            Err(message) => return Verdict::reject(cannot_relate(&subject, &message)),
-        };
-        let verdict = self.owner_rules(&subject, &related, old.as_ref(), &new, cluster);
+        let (verdict, related) = self.owner_rules(&subject, old.as_ref(), &new, cluster);
         if !identity_rules || !matches!(verdict, Verdict::Accept { .. }) {
             return verdict;
         }
@@ -137,14 +133,17 @@ impl Rules {
     /// several, across them. In a one-tool policy the scheme's transition is the answer; with
     /// several, adoption and orphaning are the object's (an alias's keys coming or going, or a
     /// handover's steps, are not), and `cross_tool` judges them.
+    ///
+    /// What the aliases by a tool's rule relate (`Related`, which may need a lookup) is worked
+    /// out only once every scheme has accepted the write: a write one tool's rules refuse
+    /// needs no lookup, and is refused in that tool's words.
     fn owner_rules(
         &self,
         subject: &Subject,
-        related: &Related,
         old: Option<&Marks>,
         new: &Marks,
         cluster: &dyn Cluster,
-    ) -> Verdict {
+    ) -> (Verdict, Related) {
         let schemes = &self.schemes;
         let mut warnings = Vec::new();
         if let Some(old) = old {
@@ -156,18 +155,25 @@ impl Rules {
                 match verdict {
                     Verdict::Accept { warnings: w } if counts => warnings.extend(w),
                     Verdict::Accept { .. } => {}
-                    refusal if counts => return refusal,
+                    refusal if counts => return (refusal, Related::default()),
                     _ => {}
                 }
             }
         }
+        let related = match schemes.relate(cluster, old, new) {
+            Ok(related) => related,
+            Err(message) => {
+                let refusal = Verdict::reject(cannot_relate(subject, &message));
+                return (refusal, Related::default());
+            }
+        };
         if schemes.several() {
-            match cross_tool::judge(schemes, related, &self.settings, subject, old, new) {
+            match cross_tool::judge(schemes, &related, &self.settings, subject, old, new) {
                 Verdict::Accept { warnings: w } => warnings.extend(w),
-                refusal => return refusal,
+                refusal => return (refusal, related),
             }
         }
-        Verdict::Accept { warnings }
+        (Verdict::Accept { warnings }, related)
     }
 }
 

@@ -1,5 +1,5 @@
 //! One owner across tools, one table row per rule, through `admission::validate`, with the
-//! keys each tool really writes (see README, "One owner across tools", for their sources) and
+//! keys each tool really writes (docs/tools.md cites their sources) and
 //! the settings of `deploy/all-tools.yaml` (`ALL_TOOLS`, which e2e-tests/tools.bats keeps
 //! equal to the preset).
 
@@ -235,7 +235,7 @@ fn update(#[case] old: &[Tool], #[case] new: &[Tool], #[case] expected: Expect) 
 }
 
 #[rstest]
-// Moving an object from Helm to Argo CD, step by step, as README's migration does it.
+// Moving an object from Helm to Argo CD, step by step, as docs/tools.md's migration does it.
 // 1. An admin (or the release) names the successor; Helm keeps the object.
 #[case::successor_named(&[Helm("shop", "shop")], &[Helm("shop", "shop"), HandoverTo(TO_ARGO)], ok(&[]))]
 // 2. Argo CD's sync adds its tracking id: the object is now Argo CD's.

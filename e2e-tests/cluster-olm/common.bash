@@ -1,0 +1,122 @@
+# Shared helpers of the suites that run the real OLM v1 (operator-controller and catalogd)
+# against the policy through a real API server. scripts/cluster-olm.sh brings the cluster, OLM
+# v1, the catalog and the witness webhook up for each suite and sets:
+#   OLM_RUN_DIR (records every suite writes), OLM_SUITE, OLM_SUITE_DIR (its logs), OLM_PRESET
+#   (the policy's manifest), OLM_POLICY_WEBHOOK (its webhook's name), WITNESS_LOG (every write of an
+#   owned object, with its writer: e2e-tests/cluster-olm/witness-webhook.py), OLM_RACE_MODE,
+#   OLM_RACE_ROUNDS.
+load ../cluster/common
+
+[ -n "${OLM_SUITE_DIR:-}" ] || {
+  echo "run through scripts/cluster-olm.sh (make cluster-olm): it brings OLM v1 up" >&2
+  exit 1
+}
+
+CRD=widgets.example.com
+# How long operator-controller may take to install or upgrade an extension (seconds).
+INSTALL_TIMEOUT="${OLM_INSTALL_TIMEOUT:-120}"
+
+# say TEXT...: a line in the test's output, passed or failed (bats prints fd 3 as it comes).
+say() { echo "# $*" >&3; }
+
+# extension NAME PACKAGE VERSION NAMESPACE SERVICE-ACCOUNT: a ClusterExtension manifest
+# (olm.operatorframework.io/v1), installed from the catalog.
+extension() {
+  jq -n --arg n "$1" --arg p "$2" --arg v "$3" --arg ns "$4" --arg sa "$5" '{
+    apiVersion: "olm.operatorframework.io/v1", kind: "ClusterExtension", metadata: {name: $n},
+    spec: {namespace: $ns, serviceAccount: {name: $sa},
+      source: {sourceType: "Catalog", catalog: {packageName: $p, version: $v}}}}'
+}
+
+# installer NAMESPACE SERVICE-ACCOUNT: the namespace an extension installs into and the
+# service account it names, bound to cluster-admin (for simplicity).
+installer() {
+  ensure namespace "$1"
+  ensure serviceaccount "$2" -n "$1"
+  ensure clusterrolebinding "$1-$2" --clusterrole cluster-admin --serviceaccount "$1:$2"
+}
+
+# condition NAME TYPE: the extension's condition TYPE, as JSON ({} when absent).
+condition() {
+  kubectl get clusterextension "$1" -o json 2>/dev/null |
+    jq -c --arg t "$2" '[.status.conditions // [] | .[] | select(.type == $t)] | first // {}'
+}
+
+# installed_version NAME: status.install.bundle.version, when Installed=True.
+installed_version() {
+  kubectl get clusterextension "$1" -o json 2>/dev/null | jq -r '
+    if ([.status.conditions // [] | .[] | select(.type == "Installed" and .status == "True")] | length) > 0
+    then .status.install.bundle.version // "" else "" end'
+}
+
+# conditions NAME: the extension's conditions, one line each (for failure output).
+conditions() {
+  kubectl get clusterextension "$1" -o json 2>/dev/null |
+    jq -r '.status.conditions // [] | .[] | "\(.type)=\(.status) reason=\(.reason) message=\(.message)"'
+}
+
+# wait_installed NAME VERSION [SECONDS]: until the extension reports Installed=True at
+# VERSION; on a timeout, its conditions and the end of operator-controller's log, and failure.
+wait_installed() {
+  local name="$1" version="$2" deadline=$((SECONDS + ${3:-$INSTALL_TIMEOUT}))
+  until [ "$(installed_version "$name")" = "$version" ]; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "ClusterExtension $name is not Installed=True at $version after ${3:-$INSTALL_TIMEOUT} s:"
+      conditions "$name"
+      echo "--- operator-controller-1:"
+      tail -n 30 "$OLM_SUITE_DIR/logs/operator-controller-1.log"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+# wait_retrying NAME [SECONDS]: until the extension reports Progressing=True, reason Retrying,
+# with a message (a failed install that operator-controller retries with backoff).
+wait_retrying() {
+  local name="$1" deadline=$((SECONDS + ${2:-$INSTALL_TIMEOUT}))
+  until [ "$(condition "$name" Progressing | jq -r 'select(.status == "True" and .reason == "Retrying" and (.message // "") != "") | "yes"')" = yes ]; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "ClusterExtension $name never reported Progressing=True reason Retrying:"
+      conditions "$name"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+# owner_metadata KIND NAME [NAMESPACE]: the owner labels, Helm's annotations and the owner
+# references of a stored object, as one JSON line.
+owner_metadata() {
+  kubectl get "$1" "$2" ${3:+-n "$3"} -o json | jq -c '{
+    labels: (.metadata.labels // {} | with_entries(select(.key | startswith("olm.operatorframework.io/owner")))),
+    helm: (.metadata.annotations // {} | with_entries(select(.key | startswith("meta.helm.sh/")))),
+    ownerReferences: [.metadata.ownerReferences // [] | .[] | "\(.kind)/\(.name)\(if .controller then " (controller)" else "" end)"]}'
+}
+
+# assert_owned KIND NAME NAMESPACE EXTENSION EXTENSION-NAMESPACE: the object carries OLM v1's
+# owner labels naming the extension, and Helm's release annotations (operator-controller's
+# Helm applier installs an extension as a Helm release named after it, in spec.namespace).
+assert_owned() {
+  local meta
+  meta="$(owner_metadata "$1" "$2" "$3")"
+  say "$1 $2${3:+ -n $3}: $meta"
+  assert_equal "$(jq -c .labels <<<"$meta")" \
+    "{\"olm.operatorframework.io/owner-kind\":\"ClusterExtension\",\"olm.operatorframework.io/owner-name\":\"$4\"}"
+  assert_equal "$(jq -c .helm <<<"$meta")" \
+    "{\"meta.helm.sh/release-name\":\"$4\",\"meta.helm.sh/release-namespace\":\"$5\"}"
+}
+
+# witness QUERY: the witness webhook's records (one JSON line per write of an owned object)
+# that the jq filter QUERY selects.
+witness() { jq -c "select($1)" "$WITNESS_LOG"; }
+
+# refused: the policy backend's refusals, but of the probes scripts/cluster.sh and
+# scripts/cluster-olm.sh send (dry runs that carry several tools' owner keys at once).
+refused() { jq -c 'select(.verdict.allowed == false and (.name | test("probe$") | not))' "$BACKEND_LOG"; }
+
+# judged NAME OPERATION: the policy backend's records of OPERATION on objects named NAME.
+judged() { jq -c --arg n "$1" --arg o "$2" 'select(.name == $n and .operation == $o)' "$BACKEND_LOG"; }
+
+# record FILE TEXT: TEXT into the run's records (OLM_RUN_DIR/FILE).
+record() { printf '%s\n' "$2" >"$OLM_RUN_DIR/$1"; }

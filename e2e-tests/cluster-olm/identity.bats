@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# The identity preset deploy/identity/olm-v1-operator.yaml with the writer the real
+# operator-controller is (scripts/cluster-olm.sh brings a cluster up with it alone). This
+# operator-controller (OpenShift's downstream) writes an extension's objects with a
+# TokenRequest token of the service account the extension names (spec.serviceAccount.name in
+# spec.namespace), so the AdmissionReview's user is system:serviceaccount:<ns>:<name>; the
+# policy looks the ClusterExtension up (the policy server, here policy-host serve with the
+# cluster's admin kubeconfig, reads ClusterExtensions) to find that installer. The witness
+# webhook records who wrote what.
+
+load common
+
+setup_file() {
+  installer ident-system ident-installer
+  installer other-system other-installer
+  # alice may edit the Deployments of ident-system: RBAC lets her, the policy does not. (A
+  # Role of its own: the aggregated ClusterRole `edit` has no rules without
+  # kube-controller-manager's aggregation controller.)
+  ensure role deployment-editor --verb get,list,watch,update,patch --resource deployments -n ident-system
+  ensure rolebinding alice-deployment-editor --role deployment-editor --user alice -n ident-system
+}
+
+@test "$OLM_PRESET: operator-controller installs widgets-operator 1.0.0 as the extension's installer (Installed=True), and every write of its objects was that installer's" {
+  apply "$(extension widgets widgets-operator 1.0.0 ident-system ident-installer)"
+  assert_success
+  wait_installed widgets 1.0.0
+  say "widgets: $(condition widgets Installed | jq -c '{status, reason, message}')"
+  assert_owned customresourcedefinition "$CRD" "" widgets ident-system
+  assert_owned deployment widgets-operator-controller-manager ident-system widgets ident-system
+  # Who wrote the extension's objects (the witness sees each write of an owned object).
+  run witness '.object.labels["olm.operatorframework.io/owner-name"] == "widgets" and (.dryRun | not)'
+  refute_output ""
+  say "writers of the extension's objects: $(jq -s -c 'group_by(.user) | map({user: .[0].user, writes: (map(.operation + " " + .kind) | unique)})' <<<"$output")"
+  assert_equal "$(jq -s -r 'map(.user) | unique | join(",")' <<<"$output")" system:serviceaccount:ident-system:ident-installer
+  needs_request_log
+  run refused
+  assert_output ""
+}
+
+@test "$OLM_PRESET: the upgrade to 1.1.0 is written by the same installer and accepted" {
+  run kubectl patch clusterextension widgets --type merge -p '{"spec":{"source":{"catalog":{"version":"1.1.0"}}}}'
+  assert_success
+  wait_installed widgets 1.1.0
+  say "widgets: $(condition widgets Installed | jq -c '{status, reason, message}')"
+  run witness '.operation == "UPDATE" and .object.labels["olm.operatorframework.io/owner-name"] == "widgets" and (.dryRun | not)'
+  refute_output ""
+  assert_equal "$(jq -s -r 'map(.user) | unique | join(",")' <<<"$output")" system:serviceaccount:ident-system:ident-installer
+  needs_request_log
+  run refused
+  assert_output ""
+}
+
+@test "$OLM_PRESET: a human (alice, whom RBAC lets edit the namespace) changing the extension's Deployment is refused, and nothing is stored" {
+  local before
+  before="$(kubectl get deployment widgets-operator-controller-manager -n ident-system -o json | jq -c '{labels: .metadata.labels, rv: .metadata.resourceVersion}')"
+  # RBAC allows it: the refusal below is the policy's.
+  run kubectl auth can-i patch deployments -n ident-system --as alice
+  assert_output yes
+  run --separate-stderr kubectl --as alice -n ident-system label deployment widgets-operator-controller-manager tuned-by=alice
+  assert_forbidden "$OLM_POLICY_WEBHOOK" widgets-operator-controller-manager
+  say "alice: $stderr"
+  run --separate-stderr kubectl --as alice -n ident-system patch deployment widgets-operator-controller-manager --type json \
+    -p '[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example/alice:latest"}]'
+  assert_forbidden "$OLM_POLICY_WEBHOOK" widgets-operator-controller-manager
+  assert_equal "$(kubectl get deployment widgets-operator-controller-manager -n ident-system -o json | jq -c '{labels: .metadata.labels, rv: .metadata.resourceVersion}')" "$before"
+}
+
+@test "$OLM_PRESET: another extension's installer cannot write this extension's CRD" {
+  run --separate-stderr kubectl --as system:serviceaccount:other-system:other-installer label crd "$CRD" tuned-by=other --overwrite
+  assert_forbidden "$OLM_POLICY_WEBHOOK" "$CRD"
+  say "other-installer: $stderr"
+  assert_owned customresourcedefinition "$CRD" "" widgets ident-system
+}
