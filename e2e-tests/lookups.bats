@@ -61,7 +61,7 @@ upgrade() { echo "$CORPUS/olm-v0/upgrade-relabels-deployment"; }
   evaluate "$w.json" -s "$BATS_FILE_TMPDIR/olm-v1-operator.json"
   assert_rejected
   assert_message_contains 'service account argocd-system/argocd-installer may not create it' \
-    "bindings[0] (serviceAccounts olmv1-system/operator-controller-controller-manager, the owner's installer)" \
+    "bindings[0] (serviceAccounts olmv1-system/operator-controller-controller-manager openshift-operator-controller/operator-controller-controller-manager, the owner's installer)" \
     "The owner's installer could not be looked up, and the policy refuses what it cannot check"
 }
 
