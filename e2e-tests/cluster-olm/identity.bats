@@ -1,14 +1,40 @@
 #!/usr/bin/env bats
 # The identity preset deploy/identity/olm-v1-operator.yaml with the writer the real
-# operator-controller is (scripts/cluster-olm.sh brings a cluster up with it alone). This
-# operator-controller (OpenShift's downstream) writes an extension's objects with a
-# TokenRequest token of the service account the extension names (spec.serviceAccount.name in
-# spec.namespace), so the AdmissionReview's user is system:serviceaccount:<ns>:<name>; the
-# policy looks the ClusterExtension up (the policy server, here policy-host serve with the
-# cluster's admin kubeconfig, reads ClusterExtensions) to find that installer. The witness
-# webhook records who wrote what.
+# operator-controller is (scripts/cluster-olm.sh brings a cluster up with it alone). Two kinds
+# are in use, and the preset binds both:
+# - OpenShift's downstream, and upstream before v1.11.0, write an extension's objects with a
+#   TokenRequest token of the service account the extension names (spec.serviceAccount.name in
+#   spec.namespace): the AdmissionReview's user is system:serviceaccount:<ns>:<name>, and the
+#   policy looks the ClusterExtension up (the policy server, here policy-host serve with the
+#   cluster's admin kubeconfig, reads ClusterExtensions) to find that installer;
+# - upstream from v1.11.0 (PR 2770) writes as its own service account.
+# The witness webhook records who wrote what; the suite asserts one of the two wrote every
+# object, the same one throughout, and says which.
 
 load common
+
+# The writers the preset binds to every extension: its installer, or operator-controller's own
+# account (in olmv1-system here, as upstream installs it).
+INSTALLER=system:serviceaccount:ident-system:ident-installer
+OWN_ACCOUNT=system:serviceaccount:olmv1-system:operator-controller-controller-manager
+
+# assert_one_bound_writer RECORDS: the witness records name one writer, a bound one; its
+# name in the run's records (OLM_RUN_DIR/identity-writer.txt), and compared with the writer
+# an earlier test saw.
+assert_one_bound_writer() {
+  local writer
+  writer="$(jq -s -r 'map(.user) | unique | join(",")' <<<"$1")"
+  case "$writer" in
+    "$INSTALLER") say "the writer: the extension's installer ($writer): OpenShift's downstream, or upstream before v1.11.0" ;;
+    "$OWN_ACCOUNT") say "the writer: operator-controller's own account ($writer): upstream v1.11.0 or later" ;;
+    *) fail "the extension's objects were written by '$writer', not by one writer the preset binds ($INSTALLER or $OWN_ACCOUNT)" ;;
+  esac
+  if [ -f "$OLM_RUN_DIR/identity-writer.txt" ]; then
+    assert_equal "$writer" "$(cat "$OLM_RUN_DIR/identity-writer.txt")"
+  else
+    record identity-writer.txt "$writer"
+  fi
+}
 
 setup_file() {
   installer ident-system ident-installer
@@ -20,7 +46,7 @@ setup_file() {
   ensure rolebinding alice-deployment-editor --role deployment-editor --user alice -n ident-system
 }
 
-@test "$OLM_PRESET: operator-controller installs widgets-operator 1.0.0 as the extension's installer (Installed=True), and every write of its objects was that installer's" {
+@test "$OLM_PRESET: operator-controller installs widgets-operator 1.0.0 (Installed=True), every write of its objects by one writer the preset binds (the extension's installer, or operator-controller's own account)" {
   apply "$(extension widgets widgets-operator 1.0.0 ident-system ident-installer)"
   assert_success
   wait_installed widgets 1.0.0
@@ -31,20 +57,20 @@ setup_file() {
   run witness '.object.labels["olm.operatorframework.io/owner-name"] == "widgets" and (.dryRun | not)'
   refute_output ""
   say "writers of the extension's objects: $(jq -s -c 'group_by(.user) | map({user: .[0].user, writes: (map(.operation + " " + .kind) | unique)})' <<<"$output")"
-  assert_equal "$(jq -s -r 'map(.user) | unique | join(",")' <<<"$output")" system:serviceaccount:ident-system:ident-installer
+  assert_one_bound_writer "$output"
   needs_request_log
   run refused
   assert_output ""
 }
 
-@test "$OLM_PRESET: the upgrade to 1.1.0 is written by the same installer and accepted" {
+@test "$OLM_PRESET: the upgrade to 1.1.0 is written by the same writer and accepted" {
   run kubectl patch clusterextension widgets --type merge -p '{"spec":{"source":{"catalog":{"version":"1.1.0"}}}}'
   assert_success
   wait_installed widgets 1.1.0
   say "widgets: $(condition widgets Installed | jq -c '{status, reason, message}')"
   run witness '.operation == "UPDATE" and .object.labels["olm.operatorframework.io/owner-name"] == "widgets" and (.dryRun | not)'
   refute_output ""
-  assert_equal "$(jq -s -r 'map(.user) | unique | join(",")' <<<"$output")" system:serviceaccount:ident-system:ident-installer
+  assert_one_bound_writer "$output"
   needs_request_log
   run refused
   assert_output ""
