@@ -38,6 +38,9 @@ upgrade() { echo "$CORPUS/olm-v0/upgrade-relabels-deployment"; }
     "Whether the new owner replaces the current one by olm-v0's upgrade rule could not be checked, and the policy refuses what it cannot check" \
     'Policy has not been granted access to Kubernetes operators.coreos.com/v1alpha1/ClusterServiceVersion resources' \
     'Grant the policy that lookup (contextAwareResources'
+  # In the host's words: kwctl and policy-server refuse it before their callback handler, so
+  # without the handler's "Callback evaluation failure: ".
+  assert_message_contains '(operators.coreos.com/v1alpha1) failed: Host error: Policy has not been granted access'
 }
 
 @test "a lookup that finds nothing, or that the host cannot answer, is a 403 refusal naming the lookup" {
@@ -45,11 +48,16 @@ upgrade() { echo "$CORPUS/olm-v0/upgrade-relabels-deployment"; }
     --replay-host-capabilities-interactions "$CORPUS/olm-v0/relabel-to-a-csv-that-does-not-exist.session.yml"
   assert_rejected
   assert_message_contains 'the lookup of ClusterServiceVersion "cert-manager.v1.17.1" in namespace "cert-manager" (operators.coreos.com/v1alpha1) failed' \
-    "Cannot find operators.coreos.com/v1alpha1/ClusterServiceVersion named 'cert-manager.v1.17.1'"
+    "failed: Host error: Callback evaluation failure: Cannot find operators.coreos.com/v1alpha1/ClusterServiceVersion named 'cert-manager.v1.17.1'"
   evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
     --replay-host-capabilities-interactions "$BATS_FILE_TMPDIR/empty.yml"
   assert_rejected
-  assert_message_contains 'could not be checked'
+  assert_message_contains 'could not be checked' 'failed: Host error: Callback evaluation failure: the list of recorded responses is empty. Grant'
+  # Under RUST_BACKTRACE=1 kwctl's and policy-server's error carries their stack backtrace:
+  # the message ends before it.
+  RUST_BACKTRACE=1 evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$BATS_FILE_TMPDIR/empty.yml"
+  [[ "$(message)" != *"Stack backtrace"* && "$(message)" != *$'\n'* ]] || fail "the host's backtrace is in the message: $(message)"
 }
 
 @test "the issue's OLM v1 install: the extension's service account creates its ServiceAccount under the identity preset" {

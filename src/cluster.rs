@@ -50,12 +50,22 @@ pub struct Host;
 
 impl Host {
     fn call(operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
-        wapc_guest::host_call("kubewarden", "kubernetes", operation, payload).map_err(|e| {
-            match e.to_string() {
-                m if m.is_empty() => format!("the host answered {operation} with an error"),
-                m => m,
-            }
-        })
+        wapc_guest::host_call("kubewarden", "kubernetes", operation, payload)
+            .map_err(|e| host_error(operation, &e.to_string()))
+    }
+}
+
+/// The host's error as a message for users: policy-server and kwctl format the callback
+/// handler's error with `{:?}`, which under `RUST_BACKTRACE=1` carries the host's stack
+/// backtrace (twenty lines of its frames), cut off here.
+fn host_error(operation: &str, message: &str) -> String {
+    let message = match message.find("\n\nStack backtrace:") {
+        Some(at) => message.get(..at).unwrap_or(message),
+        None => message,
+    };
+    match message.trim_end() {
+        "" => format!("the host answered {operation} with an error"),
+        m => m.to_string(),
     }
 }
 
@@ -227,4 +237,25 @@ fn read_fields(
         }
         read_fields(r, paths, depth + 1, &next, out)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_error;
+
+    #[test]
+    fn the_hosts_backtrace_is_cut_from_its_error() {
+        let kwctl = "Host error: Callback evaluation failure: the list of recorded responses \
+                     is empty\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   \
+                     1: kwctl::callback_handler::proxy::CallbackHandlerProxy::produce_recorded_response";
+        assert_eq!(
+            host_error("get_resource", kwctl),
+            "Host error: Callback evaluation failure: the list of recorded responses is empty"
+        );
+        assert_eq!(host_error("get_resource", "Host error: x"), "Host error: x");
+        assert_eq!(
+            host_error("get_resource", ""),
+            "the host answered get_resource with an error"
+        );
+    }
 }

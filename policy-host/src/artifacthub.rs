@@ -1,7 +1,7 @@
 //! `policy-host scaffold artifacthub`: artifacthub-pkg.yml from metadata.yml, as
 //! `kwctl scaffold artifacthub` writes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, ensure};
 use serde::Serialize;
@@ -133,6 +133,14 @@ pub fn scaffold(
         .unwrap_or_else(|| now.to_string());
     let mut annotations = BTreeMap::new();
     annotations.insert("kubewarden/mutation".into(), metadata.mutating.to_string());
+    // As kwctl writes it: the kinds as a YAML list, sorted and without duplicates.
+    if !metadata.context_aware_resources.is_empty() {
+        let kinds: BTreeSet<_> = metadata.context_aware_resources.iter().collect();
+        annotations.insert(
+            "kubewarden/contextAwareResources".into(),
+            serde_yaml::to_string(&kinds)?,
+        );
+    }
     if let Some(resources) = metadata.annotations.get("io.artifacthub.resources") {
         annotations.insert("kubewarden/resources".into(), resources.clone());
     }

@@ -25,8 +25,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-/// A kind a policy may look up (`contextAwareResources`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A kind a policy may look up (`contextAwareResources`). Ordered by API version, then kind,
+/// as policy-evaluator orders them (a `BTreeSet`) where it lists them, in artifacthub-pkg.yml.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
     pub api_version: String,
@@ -188,7 +189,10 @@ impl Capabilities {
         Ok(Capabilities { granted, mode })
     }
 
-    /// Answers a host call of the `kubernetes` namespace.
+    /// Answers a host call of the `kubernetes` namespace. As in policy-evaluator, a request
+    /// that cannot be read or is not granted is refused in its own words, and the failure of
+    /// an answer (not found, a session out of step, the API server's error) is prefixed with
+    /// `Callback evaluation failure: `, as the callback handler's errors are.
     pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
         let request = parse(operation, payload)?;
         let (api_version, kind) = request.resource();
@@ -198,6 +202,13 @@ impl Capabilities {
                  resources. The violation has been reported."
             ));
         }
+        self.answer(request)
+            .map_err(|e| format!("Callback evaluation failure: {e}"))
+    }
+
+    /// The answer to a granted request: from the session, or the cluster.
+    fn answer(&self, request: CallbackRequestType) -> Result<Vec<u8>, String> {
+        let (api_version, kind) = request.resource();
         match &self.mode {
             Mode::Off => Err(format!(
                 "no Kubernetes cluster to look up {api_version}/{kind} in (policy-host was \
@@ -694,13 +705,22 @@ mod tests {
         let e = caps
             .call("get_resource", &get("etcdoperator.v0.9.2"))
             .unwrap_err();
-        assert!(e.starts_with("Cannot find"), "{e}");
+        assert!(
+            e.starts_with("Callback evaluation failure: Cannot find"),
+            "{e}"
+        );
         let e = caps.call("get_resource", &get("x")).unwrap_err();
-        assert_eq!(e, "the list of recorded responses is empty");
+        assert_eq!(
+            e,
+            "Callback evaluation failure: the list of recorded responses is empty"
+        );
 
         let caps = Capabilities::new(granted(), Some(&file), None, false).unwrap();
         let e = caps.call("get_resource", &get("other")).unwrap_err();
-        assert!(e.starts_with("Replay error: unexpected request"), "{e}");
+        assert!(
+            e.starts_with("Callback evaluation failure: Replay error: unexpected request"),
+            "{e}"
+        );
         let caps = Capabilities::new(Vec::new(), Some(&file), None, false).unwrap();
         let e = caps
             .call("get_resource", &get("etcdoperator.v0.9.4"))

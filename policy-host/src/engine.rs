@@ -219,9 +219,9 @@ fn host_callback(capabilities: Arc<Capabilities>) -> Callback {
                 log_guest_event(payload);
                 Ok(Vec::new())
             }
-            ("kubewarden", "kubernetes", _) => capabilities
-                .call(operation, payload)
-                .map_err(|e| format!("Callback evaluation failure: {e}").into()),
+            ("kubewarden", "kubernetes", _) => {
+                capabilities.call(operation, payload).map_err(Into::into)
+            }
             _ => Err(format!(
                 "host capability {binding}/{namespace}/{operation} is not available in \
                  policy-host"

@@ -322,11 +322,7 @@ impl RunArgs {
         let granted = match self.allow_context_aware {
             true => metadata::read(module)?
                 .map(|m| m.context_aware_resources)
-                .unwrap_or_default()
-                .into_iter()
-                .map(serde_json::from_value)
-                .collect::<Result<Vec<capabilities::Resource>, _>>()
-                .context("the module's contextAwareResources cannot be read")?,
+                .unwrap_or_default(),
             false => Vec::new(),
         };
         let caps = capabilities::Capabilities::new(

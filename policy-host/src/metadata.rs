@@ -26,7 +26,7 @@ pub struct Metadata {
     #[serde(default = "yes")]
     pub background_audit: bool,
     #[serde(default)]
-    pub context_aware_resources: Vec<serde_json::Value>,
+    pub context_aware_resources: Vec<crate::capabilities::Resource>,
     #[serde(default = "wapc")]
     pub execution_mode: String,
     #[serde(default = "kubernetes")]
