@@ -4,7 +4,8 @@ written and pushed over a registry's HTTP API, without docker:
 
 - registry+v1 bundle images: `widgets-operator` 1.0.0 and 1.1.0 (channel `stable`, 1.1.0
   replaces 1.0.0; 1.1.0's CRD adds a field and a printer column), and `gadgets-operator`
-  1.0.0, whose bundle ships the SAME CRD, `widgets.example.com`. Each bundle is a
+  1.0.0 and 1.1.0, whose bundles ship the SAME CRD, `widgets.example.com` (each as the
+  widgets-operator of its version ships it). Each bundle is a
   ClusterServiceVersion (install mode AllNamespaces, one Deployment, cluster permissions for
   its service account) and the CRD, under manifests/, and metadata/annotations.yaml, with the
   bundle labels on the image config (operator-framework/operator-registry's format, which
@@ -259,6 +260,9 @@ BUNDLES = [
     ("widgets-operator", "1.0.0", None, False),
     ("widgets-operator", "1.1.0", "widgets-operator.v1.0.0", True),
     ("gadgets-operator", "1.0.0", None, False),
+    # 1.1.0's CRD is widgets-operator 1.1.0's: OLM's own CRD upgrade-safety check (both
+    # appliers) lets it over widgets-operator 1.1.0's, so what stops it is the ownership check.
+    ("gadgets-operator", "1.1.0", "gadgets-operator.v1.0.0", True),
 ]
 CHANNEL = "stable"
 

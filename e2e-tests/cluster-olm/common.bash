@@ -13,6 +13,10 @@ load ../cluster/common
 }
 
 CRD=widgets.example.com
+# The applier operator-controller installs with: boxcutter with the BoxcutterRuntime feature
+# gate (OPERATOR_CONTROLLER_FLAGS), else Helm's (the default).
+APPLIER=helm
+[[ "${OPERATOR_CONTROLLER_FLAGS:-}" == *BoxcutterRuntime=true* ]] && APPLIER=boxcutter
 # How long operator-controller may take to install or upgrade an extension (seconds).
 INSTALL_TIMEOUT="${OLM_INSTALL_TIMEOUT:-120}"
 
@@ -85,26 +89,40 @@ wait_retrying() {
   done
 }
 
-# owner_metadata KIND NAME [NAMESPACE]: the owner labels, Helm's annotations and the owner
-# references of a stored object, as one JSON line.
+# owner_metadata KIND NAME [NAMESPACE]: the owner labels, Helm's annotations, boxcutter's
+# revision annotation and the owner references of a stored object, as one JSON line.
 owner_metadata() {
   kubectl get "$1" "$2" ${3:+-n "$3"} -o json | jq -c '{
     labels: (.metadata.labels // {} | with_entries(select(.key | startswith("olm.operatorframework.io/owner")))),
     helm: (.metadata.annotations // {} | with_entries(select(.key | startswith("meta.helm.sh/")))),
+    revision: .metadata.annotations["olm.operatorframework.io/revision"],
     ownerReferences: [.metadata.ownerReferences // [] | .[] | "\(.kind)/\(.name)\(if .controller then " (controller)" else "" end)"]}'
 }
 
-# assert_owned KIND NAME NAMESPACE EXTENSION EXTENSION-NAMESPACE: the object carries OLM v1's
-# owner labels naming the extension, and Helm's release annotations (operator-controller's
-# Helm applier installs an extension as a Helm release named after it, in spec.namespace).
+# assert_owned KIND NAME NAMESPACE EXTENSION EXTENSION-NAMESPACE [REVISION]: the object
+# carries OLM v1's owner labels naming the extension, and what the applier adds: the Helm
+# applier installs an extension as a Helm release named after it, in spec.namespace (Helm's
+# release annotations, a controller reference to the extension); boxcutter as revisions
+# (ClusterObjectSet <extension>-<n>: the revision annotation n, REVISION when given, and a
+# controller reference to that set).
 assert_owned() {
-  local meta
+  local meta revision
   meta="$(owner_metadata "$1" "$2" "$3")"
   say "$1 $2${3:+ -n $3}: $meta"
   assert_equal "$(jq -c .labels <<<"$meta")" \
     "{\"olm.operatorframework.io/owner-kind\":\"ClusterExtension\",\"olm.operatorframework.io/owner-name\":\"$4\"}"
-  assert_equal "$(jq -c .helm <<<"$meta")" \
-    "{\"meta.helm.sh/release-name\":\"$4\",\"meta.helm.sh/release-namespace\":\"$5\"}"
+  case "$APPLIER" in
+    helm)
+      assert_equal "$(jq -c .helm <<<"$meta")" \
+        "{\"meta.helm.sh/release-name\":\"$4\",\"meta.helm.sh/release-namespace\":\"$5\"}"
+      assert_equal "$(jq -c .ownerReferences <<<"$meta")" "[\"ClusterExtension/$4 (controller)\"]" ;;
+    boxcutter)
+      revision="$(jq -r '.revision // ""' <<<"$meta")"
+      [[ "$revision" =~ ^[1-9][0-9]*$ ]] || fail "no revision annotation of boxcutter's: $meta"
+      [ -z "${6:-}" ] || assert_equal "$revision" "$6"
+      assert_equal "$(jq -c '[.ownerReferences[] | select(endswith("(controller)"))]' <<<"$meta")" \
+        "[\"ClusterObjectSet/$4-$revision (controller)\"]" ;;
+  esac
 }
 
 # witness QUERY: the witness webhook's records (one JSON line per write of an owned object)

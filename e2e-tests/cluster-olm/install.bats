@@ -11,15 +11,15 @@ setup_file() {
   installer gadgets-system gadgets-installer
 }
 
-@test "$OLM_PRESET: operator-controller installs widgets-operator 1.0.0 (Installed=True); its CRD, Deployment and ServiceAccount carry the owner labels and Helm's annotations" {
+@test "$OLM_PRESET: operator-controller installs widgets-operator 1.0.0 (Installed=True); its CRD, Deployment and ServiceAccount carry the owner labels and the applier's marks" {
   apply "$(extension widgets widgets-operator 1.0.0 widgets-system widgets-installer)"
   assert_success
   wait_installed widgets 1.0.0
   say "widgets: $(condition widgets Installed)"
   assert_equal "$(kubectl get clusterextension widgets -o jsonpath='{.status.install.bundle.name}')" widgets-operator.v1.0.0
-  assert_owned customresourcedefinition "$CRD" "" widgets widgets-system
-  assert_owned deployment widgets-operator-controller-manager widgets-system widgets widgets-system
-  assert_owned serviceaccount widgets-operator widgets-system widgets widgets-system
+  assert_owned customresourcedefinition "$CRD" "" widgets widgets-system 1
+  assert_owned deployment widgets-operator-controller-manager widgets-system widgets widgets-system 1
+  assert_owned serviceaccount widgets-operator widgets-system widgets widgets-system 1
   # The policy judged operator-controller's writes of them, and allowed each.
   needs_request_log
   run judged "$CRD" CREATE
@@ -37,8 +37,8 @@ setup_file() {
   say "widgets: $(condition widgets Installed); status.install.bundle: $(kubectl get clusterextension widgets -o jsonpath='{.status.install.bundle}')"
   assert_equal "$(kubectl get crd "$CRD" -o json | jq -r '.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties | has("color")')" true
   assert_equal "$(kubectl get crd "$CRD" -o json | jq -r '[.spec.versions[0].additionalPrinterColumns[].name] | join(",")')" Size,Color
-  assert_owned customresourcedefinition "$CRD" "" widgets widgets-system
-  assert_owned deployment widgets-operator-controller-manager widgets-system widgets widgets-system
+  assert_owned customresourcedefinition "$CRD" "" widgets widgets-system 2
+  assert_owned deployment widgets-operator-controller-manager widgets-system widgets widgets-system 2
   needs_request_log
   assert_equal "$(judged "$CRD" UPDATE | jq -s 'map(select(.verdict.allowed)) | length > 0')" true
   run refused
@@ -47,7 +47,9 @@ setup_file() {
 
 @test "$OLM_PRESET: a second extension (gadgets-operator) shipping the same CRD is not installed: Progressing=True reason Retrying, and the CRD stays the first extension's" {
   local progressing message source file
-  apply "$(extension gadgets gadgets-operator 1.0.0 gadgets-system gadgets-installer)"
+  # 1.1.0 ships the CRD as widgets-operator 1.1.0 does, so OLM's CRD upgrade-safety check passes
+  # it: what stops it is an ownership check.
+  apply "$(extension gadgets gadgets-operator 1.1.0 gadgets-system gadgets-installer)"
   assert_success
   wait_retrying gadgets
   # operator-controller retries with backoff: the condition holds, and it never installs.
@@ -76,7 +78,7 @@ setup_file() {
   say "the message users see ($source), in ${OLM_RUN_DIR#"$ROOT"/}/$file:"
   say "$message"
   # The CRD is still the first extension's, and no write of the second one's reached it.
-  assert_owned customresourcedefinition "$CRD" "" widgets widgets-system
+  assert_owned customresourcedefinition "$CRD" "" widgets widgets-system 2
   run witness ".name == \"$CRD\" and .object.labels[\"olm.operatorframework.io/owner-name\"] == \"gadgets\""
   if [[ "$source" == Helm* ]]; then
     assert_output ""
