@@ -18,12 +18,20 @@ load common
 INSTALLER=system:serviceaccount:ident-system:ident-installer
 OWN_ACCOUNT=system:serviceaccount:olmv1-system:operator-controller-controller-manager
 
-# assert_one_bound_writer RECORDS: the witness records name one writer, a bound one; its
-# name in the run's records (OLM_RUN_DIR/identity-writer.txt), and compared with the writer
-# an earlier test saw.
+# The boxcutter applier's own records of an extension, its revisions (ClusterObjectSets and
+# their Secrets in the system namespace, labelled with the owner too), which operator-controller
+# writes as its own account whatever the extension's installer (applier/boxcutter.go).
+REVISION_RECORDS='.kind == "ClusterObjectSet" or (.kind == "Secret" and .namespace == "olmv1-system")'
+
+# assert_one_bound_writer RECORDS: the witness records of the extension's bundle objects name
+# one writer, a bound one (its name in the run's records, OLM_RUN_DIR/identity-writer.txt, and
+# compared with the writer an earlier test saw); boxcutter's revisions, operator-controller's
+# own account.
 assert_one_bound_writer() {
-  local writer
-  writer="$(jq -s -r 'map(.user) | unique | join(",")' <<<"$1")"
+  local writer revisions
+  revisions="$(jq -s -r "map(select($REVISION_RECORDS) | .user) | unique | join(\",\")" <<<"$1")"
+  [ -z "$revisions" ] || assert_equal "$revisions" "$OWN_ACCOUNT"
+  writer="$(jq -s -r "map(select(($REVISION_RECORDS) | not) | .user) | unique | join(\",\")" <<<"$1")"
   case "$writer" in
     "$INSTALLER") say "the writer: the extension's installer ($writer): OpenShift's downstream, or upstream before v1.11.0" ;;
     "$OWN_ACCOUNT") say "the writer: operator-controller's own account ($writer): upstream v1.11.0 or later" ;;
