@@ -133,3 +133,9 @@ sys.exit(1 if bad else 0)
 EOF
   assert_success
 }
+
+@test "README.md stays a page a new user reads in minutes: at most 300 lines, the reference in docs/" {
+  local lines
+  lines="$(wc -l <"$ROOT/README.md")"
+  [ "$lines" -le 300 ] || fail "README.md has $lines lines (at most 300): move the detail to docs/"
+}
