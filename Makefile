@@ -172,7 +172,8 @@ cluster-latency: annotated-policy.wasm $(HOST)
 # The real OLM v1 (operator-controller and catalogd) through a real kube-apiserver, with the
 # policy (scripts/cluster-olm.sh): install, upgrade and a second extension sharing a CRD under
 # deploy/olm-v1.yaml and deploy/all-tools.yaml, the identity preset with the writer
-# operator-controller really uses, and two operator-controllers racing. Needs
+# operator-controller really uses, the move from the Helm applier to boxcutter (with OLM_CRDS
+# naming the ClusterObjectSet CRD), and two operator-controllers racing. Needs
 # OPERATOR_CONTROLLER, CATALOGD and a KUBE_APISERVER 1.28 or newer (none is on any registry:
 # build them from their public sources, outside the repository); without them it prints why it
 # skips and passes.

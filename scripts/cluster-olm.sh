@@ -14,6 +14,10 @@
 #   all-tools  the same under deploy/all-tools.yaml
 #   identity   deploy/identity/olm-v1-operator.yaml: the extension's installer writes, a human
 #              or another extension's installer cannot
+#   migrate    an extension installed with the Helm applier, then operator-controller restarted
+#              with the BoxcutterRuntime gate: the migration to boxcutter and an upgrade after
+#              it, under deploy/olm-v1.yaml and deploy/all-tools.yaml (needs the ClusterObjectSet
+#              CRD in OLM_CRDS; skipped, saying so, without it)
 #   race       two operator-controllers without leader election, two extensions shipping one
 #              CRD created at once, the witness holding each CRD CREATE (OLM_RACE_ROUNDS
 #              rounds): without the policy (race-without: e2e-tests/cluster/null-policy.yaml,
@@ -82,10 +86,10 @@ if [ "${1:-}" = --hold ]; then
   shift
 fi
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(olm-v1 all-tools identity race)
+[ ${#suites[@]} -gt 0 ] || suites=(olm-v1 all-tools identity migrate race)
 for s in "${suites[@]}"; do
-  case "$s" in olm-v1 | all-tools | identity | race | race-without | race-with) ;;
-    *) die "unknown suite $s (olm-v1, all-tools, identity, race; race-without or race-with: half the race)" ;; esac
+  case "$s" in olm-v1 | all-tools | identity | migrate | race | race-without | race-with) ;;
+    *) die "unknown suite $s (olm-v1, all-tools, identity, migrate, race; race-without or race-with: half the race)" ;; esac
 done
 
 run="$(realpath -m "${child:-${OLM_RUN_DIR:-$root/target/cluster-olm}}")"
@@ -252,6 +256,19 @@ in_pod() {
       shift 2 && exec "$@"' sh "$runpath" "$dir/serviceaccount" "$@"
 }
 
+# controller_up N FLAGS...: operator-controller N, with FLAGS, until it is ready.
+controller_up() {
+  local i="$1" probe
+  shift
+  read -r probe <<<"$(free_ports 1)"
+  in_pod "operator-controller-$i" operator-controller-controller-manager "$suite_dir/olm/operator-controller-$i" \
+    "$OPERATOR_CONTROLLER" --health-probe-bind-address "127.0.0.1:$probe" \
+    --cache-path "$suite_dir/olm/operator-controller-$i/cache" --catalogd-cas-dir "$certs/cas" \
+    --system-namespace olmv1-system "$@"
+  wait_for 60 "$suite_name: operator-controller $i${*:+ ($*)}" curl -sf "http://127.0.0.1:$probe/readyz" ||
+    die "operator-controller $i did not become ready"
+}
+
 # olm_up CONTROLLERS LEADER-ELECT: the namespace and service accounts of OLM v1 (bound to
 # cluster-admin), catalogd, CONTROLLERS operator-controllers, the ClusterCatalog, served.
 olm_up() {
@@ -272,13 +289,7 @@ olm_up() {
   wait_for 60 "$suite_name: catalogd" curl -sf "http://127.0.0.1:${ports[0]}/readyz" || die "catalogd did not become ready"
 
   for i in $(seq 1 "$controllers"); do
-    read -r probe <<<"$(free_ports 1)"
-    in_pod "operator-controller-$i" operator-controller-controller-manager "$suite_dir/olm/operator-controller-$i" \
-      "$OPERATOR_CONTROLLER" --health-probe-bind-address "127.0.0.1:$probe" \
-      --cache-path "$suite_dir/olm/operator-controller-$i/cache" --catalogd-cas-dir "$certs/cas" \
-      --system-namespace olmv1-system "${flags[@]}" "${controller_flags[@]}"
-    wait_for 60 "$suite_name: operator-controller $i" curl -sf "http://127.0.0.1:$probe/readyz" ||
-      die "operator-controller $i did not become ready"
+    controller_up "$i" "${flags[@]}" "${controller_flags[@]}"
   done
 
   kubectl apply -f - >/dev/null <<EOF
@@ -369,6 +380,13 @@ witness_probe() {
   [ "$(wc -l <"$suite_dir/witness.jsonl")" -gt "$before" ]
 }
 
+# run_bats FILE WEBHOOK: the suite's bats file, with what it reads (OLM_*).
+run_bats() {
+  OLM_RUN_DIR="$run" OLM_SUITE="$suite_name" OLM_SUITE_DIR="$suite_dir" OLM_REGISTRY="$registry" \
+    OLM_POLICY_WEBHOOK="$2" OLM_RACE_ROUNDS="$rounds" WITNESS_LOG="$suite_dir/witness.jsonl" \
+    bats "$1"
+}
+
 # suite NAME BATS-FILE CONTROLLERS LEADER-ELECT WITNESS-SLEEP -- CLUSTER-ARGS...: a cluster,
 # OLM v1, the witness, the bats file, and everything down again. The bats file reads OLM_*.
 suite() {
@@ -403,9 +421,18 @@ suite() {
     done
   fi
   log "== $name: bats ${file#"$root"/} (set up in $((SECONDS - t0)) s)"
-  OLM_RUN_DIR="$run" OLM_SUITE="$name" OLM_SUITE_DIR="$suite_dir" OLM_REGISTRY="$registry" \
-    OLM_POLICY_WEBHOOK="$webhook" OLM_RACE_ROUNDS="$rounds" WITNESS_LOG="$suite_dir/witness.jsonl" \
-    bats "$file" || rc=$?
+  run_bats "$file" "$webhook" || rc=$?
+  if [ "$rc" -eq 0 ] && [ -n "${OLM_MIGRATE_TO:-}" ]; then
+    # The move to boxcutter: operator-controller restarted with the gate, as a cluster's
+    # administrator turns it on, then the second half of the suite.
+    log "== $name: operator-controller restarted with --feature-gates=BoxcutterRuntime=true"
+    stop "$name-operator-controller-1"
+    controller_up 1 --leader-elect --feature-gates=BoxcutterRuntime=true
+    start "$name-available-standin" "$suite_dir/logs/available-standin.log" \
+      bash -c "$(declare -f available_standin); available_standin"
+    log "== $name: bats ${OLM_MIGRATE_TO#"$root"/}"
+    OPERATOR_CONTROLLER_FLAGS=--feature-gates=BoxcutterRuntime=true run_bats "$OLM_MIGRATE_TO" "$webhook" || rc=$?
+  fi
   [ "$rc" -eq 0 ] || tails
   stop "$name-*"
   CLUSTER_DIR="$suite_dir/cluster" "$root/scripts/cluster.sh" down 2>/dev/null
@@ -469,6 +496,22 @@ for s in "${suites[@]}"; do
     identity)
       OLM_PRESET=deploy/identity/olm-v1-operator.yaml suite identity "$root/e2e-tests/cluster-olm/identity.bats" 1 true 0 -- \
         "$root/deploy/identity/olm-v1-operator.yaml" ;;
+    migrate)
+      # From the Helm applier to boxcutter on a running cluster (operator-controller's
+      # BoxcutterStorageMigrator), under each preset; needs the ClusterObjectSet CRD.
+      if ! grep -qs 'name: clusterobjectsets.olm.operatorframework.io' ${OLM_CRDS:-/dev/null}; then
+        echo "cluster-olm: migrate skipped: OLM_CRDS does not name the ClusterObjectSet CRD (the experimental CRDs of the operator-controller source)" | tee -a "$run/summary.txt"
+        continue
+      fi
+      # It starts with the Helm applier, whatever OPERATOR_CONTROLLER_FLAGS say.
+      saved_flags=("${controller_flags[@]}")
+      controller_flags=()
+      for preset in olm-v1 all-tools; do
+        OLM_PRESET=deploy/$preset.yaml OLM_MIGRATE_TO="$root/e2e-tests/cluster-olm/migrate-boxcutter.bats" \
+          OPERATOR_CONTROLLER_FLAGS="" \
+          suite "migrate-$preset" "$root/e2e-tests/cluster-olm/migrate-helm.bats" 1 true 0 -- "$root/deploy/$preset.yaml"
+      done
+      controller_flags=("${saved_flags[@]}") ;;
     race-without | race-with) race_half "$s" ;;
     race)
       if [ "${OLM_RACE_PARALLEL:-1}" = 1 ] && [ -z "$hold" ]; then
