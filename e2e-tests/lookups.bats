@@ -37,10 +37,44 @@ upgrade() { echo "$CORPUS/olm-v0/upgrade-relabels-deployment"; }
   assert_message_contains 'would change its owner to [olm.owner=cert-manager.v1.17.1]' \
     "Whether the new owner replaces the current one by olm-v0's upgrade rule could not be checked, and the policy refuses what it cannot check" \
     'Policy has not been granted access to Kubernetes operators.coreos.com/v1alpha1/ClusterServiceVersion resources' \
-    'Grant the policy that lookup (contextAwareResources'
+    "List the kind in the policy's contextAwareResources"
   # In the host's words: kwctl and policy-server refuse it before their callback handler, so
   # without the handler's "Callback evaluation failure: ".
   assert_message_contains '(operators.coreos.com/v1alpha1) failed: Host error: Policy has not been granted access'
+}
+
+# kwctl 1.36 and later: --allowed-host-capabilities ('*' by default), checked before the kind.
+kwctl_grants_host_capabilities() {
+  [[ "$(basename "$KWCTL")" != kwctl ]] && return 0
+  "$KWCTL" run --help 2>/dev/null | grep -q -- --allowed-host-capabilities
+}
+
+@test "a host capability the policy is not allowed to call is a 403 refusal that says what to grant" {
+  kwctl_grants_host_capabilities || skip "$KWCTL has no --allowed-host-capabilities (Kubewarden before 1.36 grants every capability)"
+  # The flag takes any number of values: another flag ends them.
+  evaluate "$(upgrade).json" --allowed-host-capabilities 'oci/*' -s "$BATS_FILE_TMPDIR/all-tools.json" \
+    --allow-context-aware --replay-host-capabilities-interactions "$(upgrade).session.yml"
+  assert_rejected
+  assert_message_contains "Policy has not been granted access to the 'kubernetes/get_resource' host capability" \
+    'Grant the policy the host capabilities kubernetes/get_resource and kubernetes/list_resources_all' \
+    "spec.namespacedPoliciesCapabilities"
+  # The capabilities metadata.yml declares are enough.
+  evaluate "$(upgrade).json" --allowed-host-capabilities kubernetes/get_resource kubernetes/list_resources_all \
+    -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
+    --replay-host-capabilities-interactions "$(upgrade).session.yml"
+  assert_quiet_accept
+  evaluate "$(upgrade).json" --allowed-host-capabilities 'kubernetes/*' -s "$BATS_FILE_TMPDIR/all-tools.json" \
+    --allow-context-aware --replay-host-capabilities-interactions "$(upgrade).session.yml"
+  assert_quiet_accept
+}
+
+@test "an allowed-host-capabilities pattern kwctl refuses is refused before the policy runs" {
+  kwctl_grants_host_capabilities || skip "$KWCTL has no --allowed-host-capabilities"
+  for bad in 'kubernetes' 'oci*' 'unknown/v1/op'; do
+    run --separate-stderr "$KWCTL" run --allowed-host-capabilities "$bad" -r "$(upgrade).json" "file://$POLICY"
+    assert_failure
+    [[ -z "$output" ]] || fail "$bad: answered $output"
+  done
 }
 
 @test "a lookup that finds nothing, or that the host cannot answer, is a 403 refusal naming the lookup" {
@@ -52,7 +86,7 @@ upgrade() { echo "$CORPUS/olm-v0/upgrade-relabels-deployment"; }
   evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
     --replay-host-capabilities-interactions "$BATS_FILE_TMPDIR/empty.yml"
   assert_rejected
-  assert_message_contains 'could not be checked' 'failed: Host error: Callback evaluation failure: the list of recorded responses is empty. Grant'
+  assert_message_contains 'could not be checked' 'failed: Host error: Callback evaluation failure: the list of recorded responses is empty. Let the policy server read the kind'
   # Under RUST_BACKTRACE=1 kwctl's and policy-server's error carries their stack backtrace:
   # the message ends before it.
   RUST_BACKTRACE=1 evaluate "$(upgrade).json" -s "$BATS_FILE_TMPDIR/all-tools.json" --allow-context-aware \
@@ -86,6 +120,12 @@ upgrade() { echo "$CORPUS/olm-v0/upgrade-relabels-deployment"; }
 @test "verify-manifest refuses a preset whose settings look up a kind its contextAwareResources do not grant" {
   sed '/^  contextAwareResources:$/,/^  rules:$/{/^  rules:$/!d}' "$ROOT/deploy/all-tools.yaml" >"$BATS_TEST_TMPDIR/all-tools.yaml"
   run --separate-stderr "$POLICY_HOST" verify-manifest "$BATS_TEST_TMPDIR/all-tools.yaml" "$POLICY"
+  assert_failure
+  [[ "$stderr" == *"spec.contextAwareResources must list {apiVersion: olm.operatorframework.io/v1, kind: ClusterObjectSet}: settings schemes[0].tool: olm-v1 looks it up"* ]] ||
+    fail "$stderr"
+  # Each kind on its own: without the ClusterServiceVersion alone.
+  sed '/^    - apiVersion: operators.coreos.com\/v1alpha1$/,/^      kind: ClusterServiceVersion$/d' "$ROOT/deploy/all-tools.yaml" >"$BATS_TEST_TMPDIR/no-csv.yaml"
+  run --separate-stderr "$POLICY_HOST" verify-manifest "$BATS_TEST_TMPDIR/no-csv.yaml" "$POLICY"
   assert_failure
   [[ "$stderr" == *"spec.contextAwareResources must list {apiVersion: operators.coreos.com/v1alpha1, kind: ClusterServiceVersion}: settings schemes[1].tool: olm-v0 looks it up"* ]] ||
     fail "$stderr"

@@ -13,6 +13,33 @@ load common
   assert_output --partial 'io.kubewarden.policy.title: single-owner'
 }
 
+# kwctl annotate 1.36 compares the host capabilities the module calls with metadata.yml's
+# hostCapabilities and warns of each difference (1.31 does not look).
+@test "annotate finds in the module exactly the host capabilities metadata.yml declares" {
+  local annotators=("$POLICY_HOST")
+  [[ "$(basename "$KWCTL")" == kwctl ]] && annotators+=("$KWCTL")
+  for annotator in "${annotators[@]}"; do
+    run --separate-stderr "$annotator" annotate -m "$ROOT/metadata.yml" -u "$ROOT/README.md" \
+      -o "$BATS_TEST_TMPDIR/annotated.wasm" "$ROOT/policy.wasm"
+    assert_success
+    [[ "$stderr" != *"host capabilities used by the policy but not declared"* &&
+      "$stderr" != *"host capabilities declared in metadata but not detected"* ]] || fail "$annotator: $stderr"
+  done
+  run --separate-stderr "$POLICY_HOST" inspect "$POLICY"
+  assert_line '- kubernetes/get_resource'
+  assert_line '- kubernetes/list_resources_all'
+  # Without the declaration, and with one the module does not call: policy-host warns as kwctl 1.36 does.
+  sed '/^hostCapabilities:$/,/^  - kubernetes\/list_resources_all$/d' "$ROOT/metadata.yml" >"$BATS_TEST_TMPDIR/undeclared.yml"
+  ! grep -q hostCapabilities "$BATS_TEST_TMPDIR/undeclared.yml" || fail "sed left the declaration"
+  run --separate-stderr "$POLICY_HOST" annotate -m "$BATS_TEST_TMPDIR/undeclared.yml" -o "$BATS_TEST_TMPDIR/a.wasm" "$ROOT/policy.wasm"
+  assert_success
+  [[ "$stderr" == *"host capabilities used by the policy but not declared in metadata: kubernetes/get_resource, kubernetes/list_resources_all"* ]] || fail "$stderr"
+  sed 's|^  - kubernetes/list_resources_all$|&\n  - oci/v1/verify|' "$ROOT/metadata.yml" >"$BATS_TEST_TMPDIR/extra.yml"
+  run --separate-stderr "$POLICY_HOST" annotate -m "$BATS_TEST_TMPDIR/extra.yml" -o "$BATS_TEST_TMPDIR/a.wasm" "$ROOT/policy.wasm"
+  assert_success
+  [[ "$stderr" == *"host capabilities declared in metadata but not detected in the policy: oci/v1/verify"* ]] || fail "$stderr"
+}
+
 @test "the metadata section is a wasm custom section of JSON" {
   run wasm-objdump -h "$POLICY"
   assert_success
@@ -58,7 +85,11 @@ version_of() {
   run --separate-stderr "${scaffold[@]}" -m "$ROOT/metadata.yml" -q "$ROOT/questions-ui.yml" \
     --output "$BATS_TEST_TMPDIR/pkg.yml"
   assert_success
-  strip() { grep -v -e '^#' -e '^createdAt: ' "$1"; }
+  # kwctl before 1.36 points its install line at kwctl's repository; 1.36 at the docs.
+  strip() {
+    grep -v -e '^#' -e '^createdAt: ' "$1" |
+      sed 's|\[`kwctl`\](https://github.com/kubewarden/kwctl)|[kwctl](https://docs.kubewarden.io/howtos/install-kwctl)|'
+  }
   diff -u <(strip "$ROOT/artifacthub-pkg.yml") <(strip "$BATS_TEST_TMPDIR/pkg.yml") || fail "${scaffold[0]} writes another package"
   grep -q '^  email: ' "$BATS_TEST_TMPDIR/pkg.yml" || fail "no maintainer email"
 }

@@ -52,6 +52,8 @@ setup_file() {
       echo "$id:"
       echo "  module: file://$POLICY"
       echo "  allowedToMutate: $([ "$mutate" = mutate ] && echo true || echo false)"
+      # What kubewarden-controller 1.36 writes for a ClusterAdmissionPolicy (1.31 ignores it).
+      echo '  hostCapabilities: ["*"]'
       if [ -n "$file" ]; then
         echo "  settings:"
         # YAML or JSON (which is YAML), nested under the key.
@@ -59,6 +61,9 @@ setup_file() {
       fi
     } >>"$policies"
   done
+  # The identity preset's settings without hostCapabilities: policy-server 1.36 grants none.
+  printf 'ungranted:\n  module: file://%s\n  settings:\n' "$POLICY" >>"$policies"
+  sed 's/^/    /' "$BATS_FILE_TMPDIR/olm-v1-operator.yaml.json" >>"$policies"
   export SERVE_PORT SERVE_READY
   SERVE_PORT="$(free_port)"
   SERVE_READY="$(free_port)"
@@ -143,6 +148,37 @@ review() {
   assert_output 405
   run curl -s -o /dev/null -w '%{http_code}' -X POST --data 'not json' "http://127.0.0.1:$SERVE_PORT/validate/olm"
   assert_output 400
+}
+
+# policy-server 1.36 (from 1.35) grants a policy the host capabilities its policies.yml entry
+# lists, none when it lists none; 1.31 grants all, and refuses the kind instead, which it was
+# not granted either (no contextAwareResources).
+@test "(policy-host serve) a policy without hostCapabilities may call no host capability, as policy-server 1.36 grants it" {
+  local request
+  request="$(as_review "$FIXTURES/crd-delete-by-hook.json")"
+  run review "$SERVE_PORT" ungranted "$request"
+  assert_equal "$(jq -c '[.allowed, .code]' <<<"$output")" '[false,403]'
+  [[ "$(jq -r .message <<<"$output")" == *"failed: Host error: Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported. Grant the policy the host capabilities kubernetes/get_resource and kubernetes/list_resources_all"* ]] ||
+    fail "$output"
+  # Granted, the same request is refused for what it is: the kind was not granted.
+  run review "$SERVE_PORT" operator "$request"
+  [[ "$(jq -r .message <<<"$output")" == *"Policy has not been granted access to Kubernetes olm.operatorframework.io/v1/ClusterExtension resources"* ]] || fail "$output"
+  if [ -n "${POLICY_SERVER:-}" ]; then
+    local b
+    b="$(review "$PS_PORT" ungranted "$request")"
+    case "$("$POLICY_SERVER" --version 2>/dev/null)" in
+      *" 1.3"[5-9]* | *" 1.4"*) assert_equal "$b" "$output" ;;
+      *) [[ "$b" == *"has not been granted access to Kubernetes olm.operatorframework.io/v1/ClusterExtension resources"* ]] || fail "policy-server: $b" ;;
+    esac
+  fi
+}
+
+@test "(policy-host serve) refuses an invalid hostCapabilities pattern at start-up, as policy-server 1.36 does" {
+  printf 'bad:\n  module: file://%s\n  hostCapabilities: ["kubernetes"]\n' "$POLICY" >"$BATS_TEST_TMPDIR/policies.yml"
+  run --separate-stderr "$POLICY_HOST" serve --policies "$BATS_TEST_TMPDIR/policies.yml" --port "$(free_port)" \
+    --readiness-probe-port "$(free_port)"
+  assert_failure
+  [[ "$stderr" == *"invalid hostCapabilities pattern for policy bad"*"'kubernetes/*'"* ]] || fail "$stderr"
 }
 
 @test "(policy-host serve) refuses to start on invalid settings, with the module's message, as policy-server does" {

@@ -69,6 +69,58 @@ fn host_error(operation: &str, message: &str) -> String {
     }
 }
 
+/// What a failed lookup means, read from the host's words (policy-evaluator in kwctl and
+/// policy-server 1.31 to 1.36, and policy-host, which answers in them), so that a refusal
+/// says what to do: each cause has another fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The policy server does not let the policy call the capability at all (Kubewarden
+    /// 1.36's `hostCapabilities`).
+    Capability,
+    /// The kind is not among the policy's `contextAwareResources`.
+    Kind,
+    /// The object does not exist (`Cannot find <apiVersion>/<kind> named '<name>' ...`).
+    NotFound,
+    /// Anything else: the API server's refusal (the policy server's RBAC), no cluster, ...
+    Other,
+}
+
+impl Failure {
+    pub fn of(message: &str) -> Failure {
+        if message.contains("has not been granted access to the '") {
+            Failure::Capability
+        } else if message.contains("has not been granted access to Kubernetes ") {
+            Failure::Kind
+        } else if message.contains("Cannot find ") && message.contains(" named '") {
+            Failure::NotFound
+        } else {
+            Failure::Other
+        }
+    }
+
+    /// What to grant so that the lookup can be made (for a missing object: nothing to grant).
+    pub fn remedy(self) -> &'static str {
+        match self {
+            Failure::Capability => {
+                "Grant the policy the host capabilities kubernetes/get_resource and \
+                 kubernetes/list_resources_all: policy-server 1.36 lets a policy call only \
+                 those its policies.yml entry lists in hostCapabilities; kubewarden-controller \
+                 1.36 grants a ClusterAdmissionPolicy all of them, and an AdmissionPolicy those \
+                 its PolicyServer's spec.namespacedPoliciesCapabilities lists."
+            }
+            Failure::Kind => {
+                "List the kind in the policy's contextAwareResources (the \
+                 ClusterAdmissionPolicy's spec, as in deploy/)."
+            }
+            Failure::NotFound => "Retry once the object exists.",
+            Failure::Other => {
+                "Let the policy server read the kind (get and list for its service account: \
+                 deploy/rbac/lookups.yaml), or retry once the API server answers."
+            }
+        }
+    }
+}
+
 /// `"key":` then a JSON string or `null`.
 fn field(out: &mut Vec<u8>, key: &str, value: Option<&str>) {
     out.push(if out.is_empty() { b'{' } else { b',' });
@@ -241,7 +293,36 @@ fn read_fields(
 
 #[cfg(test)]
 mod tests {
-    use super::host_error;
+    use super::{Failure, host_error};
+
+    #[test]
+    fn a_failed_lookup_is_told_by_the_hosts_words() {
+        for (message, failure) in [
+            (
+                "Host error: Policy has not been granted access to the \
+                 'kubernetes/get_resource' host capability. The violation has been reported.",
+                Failure::Capability,
+            ),
+            (
+                "Host error: Policy has not been granted access to Kubernetes \
+                 operators.coreos.com/v1alpha1/ClusterServiceVersion resources. The violation \
+                 has been reported.",
+                Failure::Kind,
+            ),
+            (
+                "Host error: Callback evaluation failure: Cannot find \
+                 operators.coreos.com/v1alpha1/ClusterServiceVersion named 'x.v1' inside of \
+                 namespace 'Some(\"demo\")'",
+                Failure::NotFound,
+            ),
+            (
+                "Host error: Callback evaluation failure: clusterserviceversions is forbidden",
+                Failure::Other,
+            ),
+        ] {
+            assert_eq!(Failure::of(message), failure, "{message}");
+        }
+    }
 
     #[test]
     fn the_hosts_backtrace_is_cut_from_its_error() {

@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod cluster;
+mod controller;
 mod cross_tool;
 mod describe;
 pub mod identity;

@@ -44,6 +44,9 @@ pub struct Scheme {
     /// The owner keys (bit `i`: the `i`th) whose owner is an Argo CD Application, named by
     /// the value up to its first `:`.
     applications: u64,
+    /// The owner keys (bit `i`) that only qualify the owner the others name: Argo CD's
+    /// installation id (`tools::argocd`).
+    qualifiers: u64,
     /// The slot of the first owner key; the others follow, then the kind, namespace and
     /// revision slots.
     first: usize,
@@ -79,6 +82,7 @@ impl Scheme {
         Owner {
             values,
             applications: self.applications,
+            qualifiers: self.qualifiers,
         }
     }
 }
@@ -108,6 +112,10 @@ pub struct Schemes {
     pub handover_annotation: String,
     /// The slot of the handover annotation's value.
     successor: usize,
+    /// The scheme whose tool sets a controller ownerReference (OLM v1's), and the first of
+    /// the three slots of the object's controller reference (`controller`); `None`: no rule
+    /// reads it, and the reader skips `ownerReferences`.
+    pub controlled: Option<(usize, usize)>,
     /// Each label key the rules read, and the slot its value goes to.
     pub label_keys: Vec<(String, usize)>,
     /// Each annotation key the rules read, and its slot.
@@ -129,6 +137,9 @@ impl Schemes {
                     .fold(0, |mask, (i, _)| mask | 1 << i),
                 _ => 0,
             };
+            let qualifiers = (keys.iter().enumerate())
+                .filter(|(i, k)| *k == argocd::INSTALLATION_ID && *i < 64)
+                .fold(0, |mask, (i, _)| mask | 1 << i);
             let scheme = Scheme {
                 name: s.name.clone(),
                 keys,
@@ -139,6 +150,7 @@ impl Schemes {
                 cluster_scoped_owner_kinds: s.cluster_scoped_owner_kinds.clone(),
                 tool: s.tool.clone(),
                 applications,
+                qualifiers,
                 first,
             };
             let extras = first + scheme.keys.len();
@@ -163,6 +175,9 @@ impl Schemes {
             list.push(scheme);
         }
         let successor = first;
+        let controlled = (list.iter())
+            .position(|s| crate::controller::sets_controller(&s.tool))
+            .map(|s| (s, successor + 1));
         if !settings.handover_annotation.is_empty() {
             annotation_keys.push((settings.handover_annotation.clone(), successor));
         }
@@ -174,6 +189,7 @@ impl Schemes {
             aliases,
             handover_annotation: settings.handover_annotation.clone(),
             successor,
+            controlled,
             label_keys,
             annotation_keys,
         }
@@ -184,12 +200,23 @@ impl Schemes {
         Wanted {
             labels: &self.label_keys,
             annotations: &self.annotation_keys,
+            controller: self.controlled.map(|(_, slot)| slot),
         }
     }
 
     /// How many values the rules read off one object.
     pub fn slots(&self) -> usize {
-        self.successor + 1
+        self.successor + 1 + if self.controlled.is_some() { 3 } else { 0 }
+    }
+
+    /// The owner of scheme `s` whose keys hold `values` (`(key, value)`), the others
+    /// absent: the owner a marker other than the keys names, to compare with the keys'.
+    pub fn named<'v>(&self, s: usize, values: &[(&str, &'v str)]) -> Owner<'v> {
+        let scheme = &self.list[s];
+        let named = (scheme.keys.iter())
+            .map(|k| values.iter().find(|(key, _)| key == k).map(|(_, v)| *v))
+            .collect();
+        scheme.owner(Values::Named(named))
     }
 
     /// Whether the policy knows several tools (else messages name none, and the rules across
@@ -433,11 +460,13 @@ enum Values<'m> {
 }
 
 /// An owner under one scheme: the values of its owner keys on one object (or as a handover
-/// annotation names them), and which of them name an Argo CD Application in part.
+/// annotation names them), which of them name an Argo CD Application in part, and which only
+/// qualify the owner (Argo CD's installation id).
 #[derive(Debug, Clone)]
 pub struct Owner<'m> {
     values: Values<'m>,
     applications: u64,
+    qualifiers: u64,
 }
 
 impl Owner<'_> {
@@ -476,16 +505,30 @@ impl Owner<'_> {
         self.values().map(|v| v.map(str::to_string)).collect()
     }
 
-    /// An object has an owner when at least one owner key is present (even with "").
+    /// Whether the `i`th key only qualifies the owner the others name.
+    fn qualifies(&self, i: usize) -> bool {
+        i < 64 && self.qualifiers & (1 << i) != 0
+    }
+
+    /// An object has an owner when at least one owner key is present (even with ""), a key
+    /// that only qualifies the owner aside.
     pub fn is_some(&self) -> bool {
-        self.values().any(|v| v.is_some())
+        (0..self.len()).any(|i| !self.qualifies(i) && self.get(i).is_some())
     }
 }
 
-/// Two owners are one when every key's owner part is absent on both or equal on both.
+/// Two owners are one when every key's owner part is absent on both or equal on both; a key
+/// that only qualifies the owner may also be absent on one of them (Argo CD writes its
+/// installation id once `installationID` is configured, and drops it once it is not: the
+/// Application keeps the object), but never differ.
 impl PartialEq for Owner<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && (0..self.len()).all(|i| self.key(i) == other.key(i))
+        self.len() == other.len()
+            && (0..self.len()).all(|i| match (self.key(i), other.key(i)) {
+                (a, b) if a == b => true,
+                (None, _) | (_, None) => self.qualifies(i),
+                _ => false,
+            })
     }
 }
 
@@ -541,6 +584,16 @@ impl<'m> Marks<'m> {
         self.at(schemes.successor)
     }
 
+    /// The object's controller ownerReference, where a rule reads it (`Schemes::controlled`).
+    pub fn controller(&self, schemes: &Schemes) -> Option<crate::controller::Reference<'m>> {
+        let (_, first) = schemes.controlled?;
+        Some(crate::controller::Reference {
+            api_version: self.at(first).unwrap_or(""),
+            kind: self.at(first + 1).unwrap_or(""),
+            name: self.at(first + 2)?,
+        })
+    }
+
     /// The owners the object carries, one per scheme where it has one, in scheme order.
     pub fn owners(&self, schemes: &Schemes) -> Vec<Owned<'m>> {
         (schemes.list.iter().enumerate())
@@ -576,6 +629,7 @@ mod tests {
             owner: Owner {
                 values: Values::Named(values.to_vec()),
                 applications: 0,
+                qualifiers: 0,
             },
         }
     }

@@ -36,6 +36,9 @@ pub struct Payload<'a> {
 pub struct Wanted<'k> {
     pub labels: &'k [(String, usize)],
     pub annotations: &'k [(String, usize)],
+    /// The first of three slots for the controller ownerReference's `apiVersion`, `kind`
+    /// and `name`, when a rule reads it (`controller`); `None`: `ownerReferences` is skipped.
+    pub controller: Option<usize>,
 }
 
 /// The parts of an AdmissionRequest the rules look at.
@@ -91,6 +94,7 @@ pub(crate) struct MetadataAt {
     namespace: Option<usize>,
     pub(crate) labels: Option<usize>,
     pub(crate) annotations: Option<usize>,
+    owner_references: Option<usize>,
     /// The first of these fields found twice, and where: refused when the metadata is read
     /// (with a duplicate, the last value must not win silently).
     duplicate: Option<(&'static str, usize)>,
@@ -312,6 +316,7 @@ fn locate_metadata(r: &mut Reader, out: &mut MetadataAt) -> Result<()> {
             b"namespace" => (&mut out.namespace, "namespace"),
             b"labels" => (&mut out.labels, "labels"),
             b"annotations" => (&mut out.annotations, "annotations"),
+            b"ownerReferences" => (&mut out.owner_references, "ownerReferences"),
             _ => return r.skip_value(),
         };
         r.peek();
@@ -468,7 +473,61 @@ fn read_metadata<'a>(
         r.seek(pos);
         read_string_map(r, "metadata.annotations", wanted.annotations, values)?;
     }
+    if let (Some(pos), Some(first)) = (at.owner_references, wanted.controller) {
+        r.seek(pos);
+        read_controller(r, first, values)?;
+    }
     Ok(())
+}
+
+/// The `apiVersion`, `kind` and `name` of the ownerReference with `controller: true` (the
+/// API server allows one) into `values[first..first + 3]`; the other references are only
+/// skipped, and so is every other field.
+fn read_controller<'a>(
+    r: &mut Reader<'a>,
+    first: usize,
+    values: &mut [Option<Str<'a>>],
+) -> Result<()> {
+    const WHAT: &str = "metadata.ownerReferences";
+    if r.null()? {
+        return Ok(());
+    }
+    let mut found = false;
+    r.elements(WHAT, |r| {
+        let mut fields: [Option<Str<'a>>; 3] = Default::default();
+        let mut controller = false;
+        r.object(WHAT, |r, key| {
+            let i = match key {
+                b"apiVersion" => 0,
+                b"kind" => 1,
+                b"name" => 2,
+                b"controller" => {
+                    controller = match r.raw_value()? {
+                        b"true" => true,
+                        b"false" | b"null" => false,
+                        _ => return Err(r.error(format!("{WHAT}[].controller must be a boolean"))),
+                    };
+                    return Ok(());
+                }
+                _ => return r.skip_value(),
+            };
+            let value = r.string_value(|| format!("{WHAT}[] field"))?;
+            fields[i] = Some(value);
+            Ok(())
+        })?;
+        if !controller {
+            return Ok(());
+        }
+        if std::mem::replace(&mut found, true) {
+            return Err(r.error(format!("{WHAT} has more than one controller")));
+        }
+        for (i, field) in fields.into_iter().enumerate() {
+            if let Some(slot) = values.get_mut(first + i) {
+                *slot = field;
+            }
+        }
+        Ok(())
+    })
 }
 
 impl Request<'_> {
@@ -523,6 +582,7 @@ mod tests {
         let wanted = Wanted {
             labels: &keys,
             annotations: &[],
+            controller: None,
         };
         let metadata = p.metadata(object, wanted, &mut values)?;
         Ok((metadata, values))
@@ -566,6 +626,7 @@ mod tests {
         let wanted = Wanted {
             labels: &[],
             annotations: &keys,
+            controller: None,
         };
         p.metadata(r.object.as_ref().unwrap(), wanted, &mut values)
             .unwrap();

@@ -2,11 +2,13 @@
 //!
 //! CREATE and UPDATE: the new object's annotations must be readable, then the scope rules,
 //! then under each scheme the same-owner invariant (UPDATE), then across schemes (a policy of
-//! several tools), then who writes (bindings). DELETE: who writes, when there are bindings.
+//! several tools), then the controller ownerReference against the keys (`controller`), then
+//! who writes (bindings). DELETE: who writes, when there are bindings.
 //! CONNECT: accepted. The stamping policy only stamps. What a tool's rule needs and the object
 //! does not carry is looked up in `cluster`, only where the rule is reached.
 
 use crate::cluster::{Cluster, Remembered};
+use crate::controller;
 use crate::cross_tool;
 use crate::describe::Subject;
 use crate::identity::Identities;
@@ -113,7 +115,27 @@ impl Rules {
             return Verdict::reject(message);
         }
         let (verdict, related) = self.owner_rules(&subject, old.as_ref(), &new, cluster);
-        if !identity_rules || !matches!(verdict, Verdict::Accept { .. }) {
+        let Verdict::Accept { mut warnings } = verdict else {
+            return verdict;
+        };
+        let exempt = || {
+            (payload.user_info(request)).is_ok_and(|writer| {
+                crate::identity::is_one_of(&self.settings.exempt_writers(), &writer)
+            })
+        };
+        let controller = controller::Judging {
+            schemes: &self.schemes,
+            settings: &self.settings,
+            related: &related,
+            cluster,
+            exempt: &exempt,
+        };
+        match controller::judge(&controller, &subject, old.as_ref(), &new) {
+            Verdict::Accept { warnings: w } => warnings.extend(w),
+            refusal => return refusal,
+        }
+        let verdict = Verdict::Accept { warnings };
+        if !identity_rules {
             return verdict;
         }
         // The write keeps to the label rules; now who makes it.
@@ -184,8 +206,7 @@ fn cannot_relate(subject: &Subject, why: &str) -> String {
         " carries the keys of two tools that one tool's rule relates, and whether they name one \
          owner cannot be decided: ",
         why.trim_end_matches('.'),
-        ". The policy refuses what it cannot check; grant it the lookup (the \
-         ClusterAdmissionPolicy's contextAwareResources, and the policy server's permission to \
-         read that kind), or retry once the object exists.",
+        ". The policy refuses what it cannot check. ",
+        crate::cluster::Failure::of(why).remedy(),
     )
 }

@@ -151,11 +151,10 @@ pub fn judge(
             Err(e) => {
                 why = Some(format!(
                     " Whether the new owner replaces the current one by {}'s upgrade rule could \
-                     not be checked, and the policy refuses what it cannot check: {}. Grant the \
-                     policy that lookup (contextAwareResources, and the policy server's \
-                     permission to read the kind).",
+                     not be checked, and the policy refuses what it cannot check: {}. {}",
                     scheme.tool,
-                    e.trim_end_matches('.')
+                    e.trim_end_matches('.'),
+                    crate::cluster::Failure::of(&e).remedy()
                 ))
             }
         }

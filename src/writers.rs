@@ -148,7 +148,10 @@ fn check(
                                     policy refuses what it cannot check: "
         ),
         looked_up.as_deref().map(|e| e.trim_end_matches('.')),
-        looked_up.as_ref().map(|_| "."),
+        looked_up.as_ref().map(|_| ". "),
+        looked_up
+            .as_deref()
+            .map(|e| crate::cluster::Failure::of(e).remedy()),
     )))
 }
 

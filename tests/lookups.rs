@@ -158,7 +158,7 @@ fn olm_v0_refuses_an_upgrade_it_cannot_check() {
     judge(&all_tools(), r, &cluster).refused(&[
         "could not be checked, and the policy refuses what it cannot check",
         "the lookup of ClusterServiceVersion \"cm.v2\" in namespace \"cert-manager\" (operators.coreos.com/v1alpha1) failed: Callback evaluation failure: connection refused",
-        "contextAwareResources",
+        "Let the policy server read the kind (get and list for its service account: deploy/rbac/lookups.yaml)",
     ]);
     let r = request(
         "UPDATE",

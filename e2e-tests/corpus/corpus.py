@@ -89,7 +89,8 @@ def check(tools, presets):
                 fail(f"{m} assumes something of {tool}, which it does not cover")
     refused = {m: 0 for m in presets}
     for tool, (path, doc) in tools.items():
-        for key in ("tool", "title", "versions", "writers", "writes"):
+        # markers: what the tool writes to mark an owner besides its keys (docs/tools.md).
+        for key in ("tool", "title", "versions", "markers", "writers", "writes"):
             if key not in doc:
                 fail(f"{path.name}: {key} is missing")
         names = set()

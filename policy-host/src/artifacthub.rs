@@ -179,7 +179,7 @@ pub fn scaffold(
             },
         ],
         install: format!(
-            "The policy can be obtained using [`kwctl`](https://github.com/kubewarden/kwctl):\n\
+            "The policy can be obtained using [kwctl](https://docs.kubewarden.io/howtos/install-kwctl):\n\
              ```console\nkwctl pull {oci}:v{version}\n```\n\
              Then, generate the policy manifest and tune it to your liking. For example:\n\
              ```console\nkwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci}:v{version}\n```\n"

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::host_capabilities::HostCapabilities;
+
 /// A kind a policy may look up (`contextAwareResources`). Ordered by API version, then kind,
 /// as policy-evaluator orders them (a `BTreeSet`) where it lists them, in artifacthub-pkg.yml.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -131,8 +133,10 @@ enum Mode {
     Live(Box<Live>),
 }
 
-/// The `kubernetes` capability of one policy.
+/// The host capabilities of one policy: which it may call at all (Kubewarden 1.36's
+/// allow-list), and the `kubernetes` one's kinds and answers.
 pub struct Capabilities {
+    allowed: HostCapabilities,
     granted: Vec<Resource>,
     mode: Mode,
 }
@@ -141,9 +145,21 @@ impl Capabilities {
     /// A policy that may look nothing up.
     pub fn none() -> Capabilities {
         Capabilities {
+            allowed: HostCapabilities::All,
             granted: Vec::new(),
             mode: Mode::Off,
         }
+    }
+
+    /// The same, calling only the host capabilities `allowed` grants.
+    pub fn allowing(self, allowed: HostCapabilities) -> Capabilities {
+        Capabilities { allowed, ..self }
+    }
+
+    /// Whether the policy may call `namespace/operation` at all; checked before the call's
+    /// payload is read, as policy-evaluator 1.36 checks it.
+    pub fn allows(&self, namespace: &str, operation: &str) -> bool {
+        self.allowed.allows(namespace, operation)
     }
 
     /// `granted` kinds, answered from the session at `replay`, through the API server while
@@ -186,14 +202,22 @@ impl Capabilities {
             }
             (None, None) => Mode::Off,
         };
-        Ok(Capabilities { granted, mode })
+        Ok(Capabilities {
+            allowed: HostCapabilities::All,
+            granted,
+            mode,
+        })
     }
 
-    /// Answers a host call of the `kubernetes` namespace. As in policy-evaluator, a request
-    /// that cannot be read or is not granted is refused in its own words, and the failure of
-    /// an answer (not found, a session out of step, the API server's error) is prefixed with
-    /// `Callback evaluation failure: `, as the callback handler's errors are.
+    /// Answers a host call of the `kubernetes` namespace. As in policy-evaluator, a call the
+    /// allow-list does not grant, a request that cannot be read, or a kind not granted is
+    /// refused in its own words, in that order, and the failure of an answer (not found, a
+    /// session out of step, the API server's error) is prefixed with `Callback evaluation
+    /// failure: `, as the callback handler's errors are.
     pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        if !self.allows("kubernetes", operation) {
+            return Err(HostCapabilities::denied("kubernetes", operation));
+        }
         let request = parse(operation, payload)?;
         let (api_version, kind) = request.resource();
         if !(self.granted.iter()).any(|r| r.api_version == api_version && r.kind == kind) {

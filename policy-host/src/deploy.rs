@@ -97,6 +97,7 @@ fn lookups(settings: &Value) -> Vec<(String, (&'static str, &'static str))> {
     const CSV: (&str, &str) = ("operators.coreos.com/v1alpha1", "ClusterServiceVersion");
     const HELM_RELEASE: (&str, &str) = ("helm.toolkit.fluxcd.io/v2", "HelmRelease");
     const EXTENSION: (&str, &str) = ("olm.operatorframework.io/v1", "ClusterExtension");
+    const REVISION: (&str, &str) = ("olm.operatorframework.io/v1", "ClusterObjectSet");
     let mut out = Vec::new();
     let one_tool = [settings.clone()];
     let schemes = settings["schemes"]
@@ -112,6 +113,8 @@ fn lookups(settings: &Value) -> Vec<(String, (&'static str, &'static str))> {
         match scheme["tool"].as_str() {
             Some("olm-v0") => out.push((format!("{at}tool: olm-v0"), CSV)),
             Some("olm-v1") => {
+                // The extension of a boxcutter revision a controller ownerReference names.
+                out.push((format!("{at}tool: olm-v1"), REVISION));
                 let installer = (scheme["bindings"].as_array().into_iter().flatten())
                     .any(|b| b["writers"]["installer"] == true);
                 if installer {

@@ -13,6 +13,7 @@ use wapc::{WapcHost, WasiParams};
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 use crate::capabilities::Capabilities;
+use crate::host_capabilities::HostCapabilities;
 use crate::memory::{GaugedMemoryCreator, MemoryGauge};
 
 /// What the guest's `validate` returns (snake_case, as the Kubewarden SDK writes it).
@@ -221,6 +222,9 @@ fn host_callback(capabilities: Arc<Capabilities>) -> Callback {
             }
             ("kubewarden", "kubernetes", _) => {
                 capabilities.call(operation, payload).map_err(Into::into)
+            }
+            ("kubewarden", _, _) if !capabilities.allows(namespace, operation) => {
+                Err(HostCapabilities::denied(namespace, operation).into())
             }
             _ => Err(format!(
                 "host capability {binding}/{namespace}/{operation} is not available in \

@@ -9,6 +9,7 @@ mod bench;
 mod capabilities;
 mod deploy;
 mod engine;
+mod host_capabilities;
 mod memory;
 mod metadata;
 #[cfg(feature = "race")]
@@ -208,9 +209,10 @@ enum Command {
     Serve(serve::ServeArgs),
     #[cfg(feature = "cluster")]
     /// Print the ValidatingWebhookConfiguration that kubewarden-controller makes of each
-    /// ClusterAdmissionPolicy manifest (a JSON List), and write the policies.yml that serves them.
+    /// ClusterAdmissionPolicy or AdmissionPolicy manifest (a JSON List), and write the
+    /// policies.yml that serves them.
     Webhook {
-        /// ClusterAdmissionPolicy manifests.
+        /// ClusterAdmissionPolicy and AdmissionPolicy manifests.
         #[arg(required = true)]
         manifests: Vec<PathBuf>,
         /// The backend's base URL; each webhook calls `<url>/validate/<policy id>`.
@@ -231,6 +233,10 @@ enum Command {
         /// Write policy-server's policies.yml here.
         #[arg(long = "policies-out")]
         policies_out: Option<PathBuf>,
+        /// The PolicyServer manifest the policies run on: its
+        /// `spec.namespacedPoliciesCapabilities` is what an AdmissionPolicy may call.
+        #[arg(long = "policy-server")]
+        policy_server: Option<PathBuf>,
     },
     #[cfg(feature = "race")]
     /// Time a small UPDATE through a kube-apiserver with this policy's webhook, with the null
@@ -312,6 +318,11 @@ struct RunArgs {
     /// Answer them through the cluster, and write the exchanges to this file.
     #[arg(long = "record-host-capabilities-interactions")]
     record: Option<PathBuf>,
+    /// Host capabilities the policy may call, as kwctl 1.36 takes them: `*` (the default),
+    /// a path (`kubernetes/get_resource`) or a prefix (`kubernetes/*`); repeatable. A call
+    /// outside them is refused in policy-evaluator 1.36's words.
+    #[arg(long = "allowed-host-capabilities", num_args = 0.., default_values = ["*"])]
+    allowed_host_capabilities: Vec<String>,
     /// The policy module: a path or a file:// URL.
     module: String,
 }
@@ -330,7 +341,11 @@ impl RunArgs {
             self.replay.as_deref(),
             self.record.as_deref(),
             self.allow_context_aware,
-        )?;
+        )?
+        .allowing(
+            host_capabilities::HostCapabilities::new(&self.allowed_host_capabilities)
+                .context("Invalid host capabilities pattern")?,
+        );
         Ok(std::sync::Arc::new(caps))
     }
 
@@ -390,9 +405,18 @@ fn run(cli: Cli) -> Result<()> {
             module,
             module_for,
             policies_out,
+            policy_server,
         } => {
             let ca = std::fs::read(&ca_file)
                 .with_context(|| format!("cannot read {}", ca_file.display()))?;
+            let namespaced = match &policy_server {
+                Some(path) => webhook::namespaced_capabilities(
+                    &std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                )
+                .with_context(|| path.display().to_string())?,
+                None => None,
+            };
             let mut items = Vec::new();
             let mut policies = serde_json::Map::new();
             for path in &manifests {
@@ -411,7 +435,10 @@ fn run(cli: Cli) -> Result<()> {
                     (None, Some(m)) => m.clone(),
                     (None, None) => policy.spec["module"].as_str().unwrap_or("").to_string(),
                 };
-                policies.insert(policy.unique_name(), policy.policies_entry(&location));
+                policies.insert(
+                    policy.unique_name(),
+                    policy.policies_entry(&location, namespaced.as_deref()),
+                );
             }
             if let Some(out) = policies_out {
                 std::fs::write(&out, serde_yaml::to_string(&policies)?)
@@ -502,6 +529,10 @@ fn run(cli: Cli) -> Result<()> {
             let yaml = read_text(&metadata)?;
             let usage = usage.as_deref().map(read_text).transpose()?;
             let metadata = metadata::prepare(&yaml, usage, protocol)?;
+            let used = host_capabilities::used_by(&wasm)?;
+            for warning in metadata::capability_warnings(&metadata, &used) {
+                eprintln!("WARN {warning}");
+            }
             let annotated = metadata::annotate(&wasm, &metadata)?;
             std::fs::write(&output, annotated)
                 .with_context(|| format!("cannot write {}", output.display()))?;

@@ -1,10 +1,13 @@
 //! Policy metadata: `kwctl annotate` and `kwctl inspect`.
 //!
 //! The metadata (from metadata.yml, with the protocol version asked of the module and the
-//! README as usage) is stored as JSON in the wasm custom section `io.kubewarden.metadata`.
+//! README as usage) is stored as JSON in the wasm custom section `io.kubewarden.metadata`,
+//! its fields in the order policy-evaluator's `Metadata` has them. As `kwctl annotate` 1.36
+//! does, annotating compares the host capabilities the module calls with those metadata.yml
+//! declares (`hostCapabilities`) and warns of each difference.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
@@ -25,12 +28,16 @@ pub struct Metadata {
     pub mutating: bool,
     #[serde(default = "yes")]
     pub background_audit: bool,
-    #[serde(default)]
-    pub context_aware_resources: Vec<crate::capabilities::Resource>,
     #[serde(default = "wapc")]
     pub execution_mode: String,
     #[serde(default = "kubernetes")]
     pub policy_type: String,
+    #[serde(default)]
+    pub context_aware_resources: Vec<crate::capabilities::Resource>,
+    /// The host capabilities the module calls (Kubewarden 1.36; kwctl 1.31 ignores the
+    /// field), written only when declared, as kwctl writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_capabilities: Option<BTreeSet<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimum_kubewarden_version: Option<String>,
 }
@@ -123,6 +130,34 @@ pub fn read(module: &[u8]) -> Result<Option<Metadata>> {
         }
     }
     Ok(None)
+}
+
+/// kwctl 1.36's warnings when the host capabilities `used` by the module and those the
+/// metadata declares differ (none when they are the same).
+pub fn capability_warnings(metadata: &Metadata, used: &BTreeSet<String>) -> Vec<String> {
+    let declared = metadata.host_capabilities.clone().unwrap_or_default();
+    let list = |set: Vec<&String>| {
+        set.iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut warnings = Vec::new();
+    let undeclared: Vec<&String> = used.difference(&declared).collect();
+    if !undeclared.is_empty() {
+        warnings.push(format!(
+            "host capabilities used by the policy but not declared in metadata: {}",
+            list(undeclared)
+        ));
+    }
+    let unused: Vec<&String> = declared.difference(used).collect();
+    if !unused.is_empty() {
+        warnings.push(format!(
+            "host capabilities declared in metadata but not detected in the policy: {}",
+            list(unused)
+        ));
+    }
+    warnings
 }
 
 /// Builds the annotated metadata as kwctl does: protocol version from the module, usage from

@@ -1,8 +1,10 @@
 //! `policy-host serve`: policy-server's HTTP contract, so that a real API server can call the
 //! module through a webhook when policy-server itself is not installed.
 //!
-//! What it keeps of policy-server 1.31: the `policies.yml` format (a map from policy id to
-//! `module`, `settings`, `allowedToMutate`, `policyMode`), settings validated at start-up
+//! What it keeps of policy-server 1.31 and 1.36: the `policies.yml` format (a map from policy
+//! id to `module`, `settings`, `allowedToMutate`, `policyMode`, `contextAwareResources`, and
+//! from 1.36 `hostCapabilities`: the policy calls only the host capabilities listed, none
+//! when the field is absent, and an invalid pattern stops the server), settings validated at start-up
 //! (it refuses to start on invalid ones, printing the module's message), `POST
 //! /validate/<policy id>` with an AdmissionReview answered by an AdmissionReview, a fresh
 //! instance of the module for every request (its engine with epoch interruption, see
@@ -10,7 +12,7 @@
 //! `monitor` mode allowing everything it would refuse, and a readiness endpoint (`GET
 //! /readiness`, on its own port) that answers once every policy is loaded. HTTPS with the
 //! given certificate, or plain HTTP without one. What it leaves out: the policy-server's
-//! metrics, tracing, context-aware policies, policy groups and timeouts.
+//! metrics, tracing, policy groups and timeouts.
 //!
 //! Every request is logged as one JSON line (`--log`), so that a test can see which writes the
 //! API server sent and which it did not.
@@ -33,6 +35,7 @@ use serde_json::{Value, json};
 
 use crate::capabilities::{Capabilities, Resource};
 use crate::engine::{PolicyPre, read_module, validation_payload};
+use crate::host_capabilities::HostCapabilities;
 use crate::review::admission_response;
 
 /// The largest AdmissionReview read: the API server sends at most about 3 MiB.
@@ -76,6 +79,10 @@ struct PolicyEntry {
     policy_mode: Option<String>,
     #[serde(default)]
     context_aware_resources: Vec<Resource>,
+    /// What the policy may call, as policy-server 1.36 reads it: nothing when absent
+    /// (kubewarden-controller 1.36 writes `["*"]` for every ClusterAdmissionPolicy).
+    #[serde(default)]
+    host_capabilities: Vec<String>,
 }
 
 struct LoadedPolicy {
@@ -126,8 +133,11 @@ fn load(path: &PathBuf) -> Result<BTreeMap<String, LoadedPolicy>> {
             Some(other) => bail!("policy {id}: policyMode must be protect or monitor, not {other}"),
         };
         let live = !entry.context_aware_resources.is_empty();
+        let allowed = HostCapabilities::new(&entry.host_capabilities)
+            .with_context(|| format!("invalid hostCapabilities pattern for policy {id}"))?;
         let capabilities = Capabilities::new(entry.context_aware_resources, None, None, live)
-            .with_context(|| format!("policy {id}: its contextAwareResources need a cluster"))?;
+            .with_context(|| format!("policy {id}: its contextAwareResources need a cluster"))?
+            .allowing(allowed);
         policies.insert(
             id,
             LoadedPolicy {

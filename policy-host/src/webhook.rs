@@ -1,17 +1,27 @@
-//! `policy-host webhook`: the ValidatingWebhookConfiguration that kubewarden-controller 1.31
-//! makes of a ClusterAdmissionPolicy, and the policy-server `policies.yml` entry it serves it
-//! with, so that a test cluster runs the manifests users apply (`deploy/*.yaml`).
+//! `policy-host webhook`: the ValidatingWebhookConfiguration that kubewarden-controller makes
+//! of a ClusterAdmissionPolicy or an AdmissionPolicy, and the policy-server `policies.yml`
+//! entry it serves it with, so that a test cluster runs the manifests users apply
+//! (`deploy/*.yaml`).
 //!
-//! As the controller writes it (`internal/controller/policy_subreconciler_webhook.go`): the
-//! configuration and its one webhook are named after the policy's unique name
-//! (`clusterwide-<name>`, the webhook `<unique name>.kubewarden.admission`); the rules,
-//! failurePolicy, matchPolicy (default Equivalent), objectSelector, sideEffects (default
-//! None) and timeoutSeconds (default 10) of the spec; admissionReviewVersions v1; a
-//! namespaceSelector that leaves out Kubewarden's own namespace, with the spec's
-//! matchExpressions added; and the spec's matchConditions only on Kubernetes 1.30 or newer
-//! (older servers do not know them, and the controller drops them with a log line). The
-//! controller points the webhook at the policy-server Service; here it is a URL, since the
-//! backend runs on loopback.
+//! As the controller writes it, 1.31 and 1.36 alike unless said
+//! (`internal/controller/policy_subreconciler_webhook.go`): the configuration and its one
+//! webhook are named after the policy's unique name (`clusterwide-<name>`, or
+//! `namespaced-<namespace>-<name>`; the webhook `<unique name>.kubewarden.admission`), labelled
+//! `app.kubernetes.io/part-of: kubewarden` and annotated with the policy's name and namespace;
+//! the rules, failurePolicy, matchPolicy (default Equivalent), objectSelector, sideEffects
+//! (default None) and timeoutSeconds (default 10) of the spec; admissionReviewVersions v1; for
+//! a ClusterAdmissionPolicy a namespaceSelector that leaves out Kubewarden's own namespace,
+//! with the spec's matchExpressions added (from 1.36, the spec's own selector alone when
+//! `allowInsideAdmissionControllerNamespace` is true), for an AdmissionPolicy its own
+//! namespace; and the spec's matchConditions only on Kubernetes 1.30 or newer (older servers do
+//! not know them, and the controller drops them with a log line). The controller points the
+//! webhook at the policy-server Service; here it is a URL, since the backend runs on loopback.
+//!
+//! The policies.yml entry carries, from 1.36 (`policyserver_controller_configmap.go`,
+//! `hostCapabilitiesForPolicy`), the host capabilities the policy may call: `["*"]` for a
+//! ClusterAdmissionPolicy, and for an AdmissionPolicy the PolicyServer's
+//! `spec.namespacedPoliciesCapabilities`, `["*"]` where the PolicyServer does not set it.
+//! policy-server 1.31 ignores the field and grants everything.
 
 use anyhow::{Context, Result, bail, ensure};
 use base64::Engine as _;
@@ -20,33 +30,66 @@ use serde_json::{Value, json};
 /// The namespace kubewarden-controller runs policy-servers in (its default).
 const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
 
-/// A ClusterAdmissionPolicy, read from its manifest.
+/// A ClusterAdmissionPolicy or an AdmissionPolicy, read from its manifest.
 pub struct ClusterAdmissionPolicy {
     pub name: String,
+    /// An AdmissionPolicy's namespace; `None` for a ClusterAdmissionPolicy.
+    pub namespace: Option<String>,
     pub spec: Value,
 }
 
 impl ClusterAdmissionPolicy {
     pub fn read(manifest: &str) -> Result<ClusterAdmissionPolicy> {
         let doc: Value = serde_yaml::from_str(manifest).context("the manifest is not YAML")?;
-        ensure!(
-            doc["kind"] == "ClusterAdmissionPolicy",
-            "kind must be ClusterAdmissionPolicy, not {}",
-            doc["kind"]
-        );
         let name = doc["metadata"]["name"]
             .as_str()
             .context("metadata.name is missing")?
             .to_string();
+        let namespace = match doc["kind"].as_str() {
+            Some("ClusterAdmissionPolicy") => None,
+            Some("AdmissionPolicy") => Some(
+                doc["metadata"]["namespace"]
+                    .as_str()
+                    .filter(|ns| !ns.is_empty())
+                    .context("an AdmissionPolicy needs metadata.namespace")?
+                    .to_string(),
+            ),
+            _ => bail!(
+                "kind must be ClusterAdmissionPolicy or AdmissionPolicy, not {}",
+                doc["kind"]
+            ),
+        };
         Ok(ClusterAdmissionPolicy {
             name,
+            namespace,
             spec: doc["spec"].clone(),
         })
     }
 
     /// The name kubewarden-controller gives its webhook configuration and policy-server id.
     pub fn unique_name(&self) -> String {
-        format!("clusterwide-{}", self.name)
+        match &self.namespace {
+            None => format!("clusterwide-{}", self.name),
+            Some(ns) => format!("namespaced-{ns}-{}", self.name),
+        }
+    }
+
+    /// The namespaces the webhook sends: all but Kubewarden's for a cluster-wide policy (the
+    /// spec's selector alone where it allows Kubewarden's namespace), its own for a namespaced
+    /// one.
+    fn namespace_selector(&self) -> Value {
+        if let Some(ns) = &self.namespace {
+            return json!({"matchLabels": {"kubernetes.io/metadata.name": ns}});
+        }
+        if self.spec["allowInsideAdmissionControllerNamespace"] == true {
+            return self.spec["namespaceSelector"].clone();
+        }
+        let mut expressions = vec![json!({"key": "kubernetes.io/metadata.name",
+            "operator": "NotIn", "values": [KUBEWARDEN_NAMESPACE]})];
+        if let Some(more) = self.spec["namespaceSelector"]["matchExpressions"].as_array() {
+            expressions.extend(more.iter().cloned());
+        }
+        json!({"matchExpressions": expressions})
     }
 
     /// The ValidatingWebhookConfiguration (a MutatingWebhookConfiguration for a policy with
@@ -72,11 +115,6 @@ impl ClusterAdmissionPolicy {
             Value::Null => default,
             v => v.clone(),
         };
-        let mut expressions = vec![json!({"key": "kubernetes.io/metadata.name",
-            "operator": "NotIn", "values": [KUBEWARDEN_NAMESPACE]})];
-        if let Some(more) = spec["namespaceSelector"]["matchExpressions"].as_array() {
-            expressions.extend(more.iter().cloned());
-        }
         let mut webhook = json!({
             "name": format!("{unique}.kubewarden.admission"),
             "clientConfig": {
@@ -86,7 +124,7 @@ impl ClusterAdmissionPolicy {
             "rules": spec["rules"],
             "failurePolicy": or("failurePolicy", json!("Fail")),
             "matchPolicy": or("matchPolicy", json!("Equivalent")),
-            "namespaceSelector": {"matchExpressions": expressions},
+            "namespaceSelector": self.namespace_selector(),
             "objectSelector": or("objectSelector", json!({})),
             "sideEffects": or("sideEffects", json!("None")),
             "timeoutSeconds": or("timeoutSeconds", json!(10)),
@@ -106,22 +144,34 @@ impl ClusterAdmissionPolicy {
             "kind": kind,
             "metadata": {
                 "name": unique,
-                "labels": {"app.kubernetes.io/part-of": "kubewarden", "kubewardenPolicyScope": "cluster"},
-                "annotations": {"kubewardenPolicyName": self.name, "kubewardenPolicyNamespace": ""},
+                "labels": {"app.kubernetes.io/part-of": "kubewarden"},
+                "annotations": {"kubewardenPolicyName": self.name,
+                    "kubewardenPolicyNamespace": self.namespace.as_deref().unwrap_or("")},
             },
             "webhooks": [webhook],
         }))
     }
 
-    /// The policies.yml entry policy-server serves this policy with, from `module`.
-    /// policy-server's entry for the policy, as the controller writes it into the
-    /// policy-server's ConfigMap (the spec's contextAwareResources included).
-    pub fn policies_entry(&self, module: &str) -> Value {
+    /// The policies.yml entry policy-server serves this policy with, from `module`, as the
+    /// controller writes it into the policy-server's ConfigMap (the spec's
+    /// contextAwareResources included), with the host capabilities kubewarden-controller 1.36
+    /// grants it: all to a cluster-wide policy, and to a namespaced one what the PolicyServer
+    /// (`namespaced_capabilities`, its `spec.namespacedPoliciesCapabilities`) allows.
+    pub fn policies_entry(
+        &self,
+        module: &str,
+        namespaced_capabilities: Option<&[String]>,
+    ) -> Value {
+        let host_capabilities = match (&self.namespace, namespaced_capabilities) {
+            (Some(_), Some(listed)) => json!(listed),
+            _ => json!(["*"]),
+        };
         let mut entry = json!({
             "module": module,
             "settings": match &self.spec["settings"] { Value::Null => json!({}), s => s.clone() },
             "allowedToMutate": self.spec["mutating"] == true,
             "policyMode": self.spec["mode"].as_str().unwrap_or("protect"),
+            "hostCapabilities": host_capabilities,
         });
         if let Some(kinds) = self.spec["contextAwareResources"].as_array()
             && !kinds.is_empty()
@@ -130,6 +180,26 @@ impl ClusterAdmissionPolicy {
         }
         entry
     }
+}
+
+/// A PolicyServer's `spec.namespacedPoliciesCapabilities`, checked as policy-evaluator 1.36
+/// checks a pattern; `None` where it is not set.
+pub fn namespaced_capabilities(manifest: &str) -> Result<Option<Vec<String>>> {
+    let doc: Value = serde_yaml::from_str(manifest).context("the manifest is not YAML")?;
+    ensure!(
+        doc["kind"] == "PolicyServer",
+        "kind must be PolicyServer, not {}",
+        doc["kind"]
+    );
+    let listed = &doc["spec"]["namespacedPoliciesCapabilities"];
+    if listed.is_null() {
+        return Ok(None);
+    }
+    let listed: Vec<String> = serde_json::from_value(listed.clone())
+        .context("spec.namespacedPoliciesCapabilities must be a list of strings")?;
+    crate::host_capabilities::HostCapabilities::new(&listed)
+        .context("spec.namespacedPoliciesCapabilities")?;
+    Ok(Some(listed))
 }
 
 #[cfg(test)]
@@ -181,8 +251,59 @@ spec:
             .webhook_configuration("https://h", b"CA", 30)
             .unwrap();
         assert_eq!(newer["webhooks"][0]["matchConditions"][0]["name"], "c");
-        let entry = policy.policies_entry("file:///p.wasm");
+        let entry = policy.policies_entry("file:///p.wasm", Some(&["oci/*".into()]));
         assert_eq!(entry["settings"]["allowAdoption"], false);
         assert_eq!(entry["policyMode"], "protect");
+        assert_eq!(entry["hostCapabilities"], json!(["*"]), "cluster-wide: all");
+    }
+
+    #[test]
+    fn a_namespaced_policy_is_granted_what_its_policy_server_allows() {
+        let manifest = MANIFEST
+            .replace("kind: ClusterAdmissionPolicy", "kind: AdmissionPolicy")
+            .replace(
+                "metadata: {name: p}",
+                "metadata: {name: p, namespace: team-a}",
+            );
+        let policy = ClusterAdmissionPolicy::read(&manifest).unwrap();
+        assert_eq!(policy.unique_name(), "namespaced-team-a-p");
+        let config = policy
+            .webhook_configuration("https://h", b"CA", 36)
+            .unwrap();
+        assert_eq!(
+            config["webhooks"][0]["namespaceSelector"],
+            json!({"matchLabels": {"kubernetes.io/metadata.name": "team-a"}})
+        );
+        assert_eq!(
+            config["metadata"]["annotations"]["kubewardenPolicyNamespace"],
+            "team-a"
+        );
+        let listed = ["kubernetes/get_resource".to_string()];
+        let entry = policy.policies_entry("file:///p.wasm", Some(&listed));
+        assert_eq!(
+            entry["hostCapabilities"],
+            json!(["kubernetes/get_resource"])
+        );
+        let unset = policy.policies_entry("file:///p.wasm", None);
+        assert_eq!(
+            unset["hostCapabilities"],
+            json!(["*"]),
+            "the controller's default"
+        );
+    }
+
+    #[test]
+    fn a_policy_allowed_inside_kubewardens_namespace_keeps_its_own_selector() {
+        let manifest = MANIFEST.replace(
+            "  mode: protect",
+            "  mode: protect\n  allowInsideAdmissionControllerNamespace: true",
+        );
+        let policy = ClusterAdmissionPolicy::read(&manifest).unwrap();
+        let config = policy
+            .webhook_configuration("https://h", b"CA", 36)
+            .unwrap();
+        let ns = &config["webhooks"][0]["namespaceSelector"]["matchExpressions"];
+        assert_eq!(ns.as_array().map(Vec::len), Some(1));
+        assert_eq!(ns[0]["key"], "team");
     }
 }

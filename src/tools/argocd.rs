@@ -13,6 +13,14 @@
 /// The annotation of Argo CD's annotation tracking.
 pub const TRACKING_ID: &str = "argocd.argoproj.io/tracking-id";
 
+/// The annotation naming the Argo CD installation that manages an object, written on every
+/// object it applies once `installationID` is set in `argocd-cm` (`resource_tracking.go`,
+/// `SetAppInstance`): two installations with an Application of the same name write the same
+/// tracking id, and only this tells them apart. An owner key that only qualifies the
+/// Application (`owners::Owner`): it may be added to an object the Application owns, or
+/// dropped, but not changed.
+pub const INSTALLATION_ID: &str = "argocd.argoproj.io/installation-id";
+
 /// The Application a tracking id names: its value up to the first `:`, as Argo CD parses it
 /// (a value without `:` is all application).
 pub fn application(tracking_id: &str) -> &str {

@@ -11,6 +11,19 @@
 //! ignored and every write is operator-controller's own service account. Both kinds of
 //! operator-controller are in use, so a binding names operator-controller's account and,
 //! with `writers.installer`, the account the extension names: looked up here.
+//!
+//! Which ClusterExtension an object's controller ownerReference names (`extension_of`). The
+//! Helm applier sets a controller reference to the ClusterExtension itself on every object but
+//! those kept by `helm.sh/resource-policy: keep` (helm-operator-plugins' owner post-renderer,
+//! `metav1.NewControllerRef`, vendored by openshift/operator-framework-operator-controller
+//! 186c9e6). The boxcutter applier sets it to the extension's active revision, a
+//! cluster-scoped ClusterObjectSet (`olm.operatorframework.io/v1`, ClusterExtensionRevision
+//! before v1.9.0) named `<extension>-<n>`, which names its extension in its own
+//! `olm.operatorframework.io/owner-name` label (`applier/boxcutter.go`,
+//! `buildClusterObjectSet`); on each new revision, and on the move from the Helm applier, it
+//! makes the old controller a plain reference and the new revision the controller in one
+//! write (package-operator/boxcutter v0.14.0 `machinery/objects.go`). A revision's name is not
+//! trusted to name its extension: it is looked up.
 
 use crate::cluster::{Cluster, Get, described, fields};
 
@@ -19,6 +32,9 @@ pub const OWNER_NAME: &str = "olm.operatorframework.io/owner-name";
 
 pub const API_VERSION: &str = "olm.operatorframework.io/v1";
 pub const KIND: &str = "ClusterExtension";
+
+/// The kind of boxcutter's revisions.
+pub const REVISION_KIND: &str = "ClusterObjectSet";
 
 /// `spec.serviceAccount.name` that asks for the synthetic user (SyntheticPermissions).
 const SYNTHETIC_SERVICE_ACCOUNT: &str = "olm.synthetic-user";
@@ -74,4 +90,46 @@ pub fn installer(cluster: &dyn Cluster, extension: &str) -> Result<Installer, St
         (Some(name), Some(namespace)) => Installer::ServiceAccount { namespace, name },
         _ => Installer::None,
     })
+}
+
+/// Whether a controller reference of `api_version` and `kind` is OLM v1's: a
+/// ClusterExtension, or a boxcutter revision.
+pub fn controls(api_version: &str, kind: &str) -> bool {
+    api_version == API_VERSION && (kind == KIND || kind == REVISION_KIND)
+}
+
+/// The ClusterExtension a controller reference of `api_version`, `kind` and `name` names:
+/// itself, or the one a revision belongs to (looked up); `None` for a controller of another
+/// kind, which is not OLM v1's.
+pub fn extension_of(
+    cluster: &dyn Cluster,
+    (api_version, kind, name): (&str, &str, &str),
+) -> Result<Option<String>, String> {
+    if !controls(api_version, kind) {
+        return Ok(None);
+    }
+    match kind {
+        KIND => Ok(Some(name.to_string())),
+        REVISION_KIND => {
+            let get = Get {
+                api_version: API_VERSION,
+                kind: REVISION_KIND,
+                name,
+                namespace: None,
+            };
+            let found = cluster
+                .get(&get)
+                .map_err(|e| format!("the lookup of {} failed: {e}", described(&get)))?;
+            let read = fields(&found, &[&["metadata", "labels", OWNER_NAME]])
+                .map_err(|e| format!("{} cannot be read: {e}", described(&get)))?;
+            match read.into_iter().next().flatten() {
+                Some(extension) if !extension.is_empty() => Ok(Some(extension)),
+                _ => Err(format!(
+                    "{} names no ClusterExtension (it has no {OWNER_NAME} label)",
+                    described(&get)
+                )),
+            }
+        }
+        _ => Ok(None),
+    }
 }

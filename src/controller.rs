@@ -1,0 +1,231 @@
+//! The controller ownerReference in the owner model: the owner Kubernetes' garbage collector
+//! follows.
+//!
+//! A tool that sets a controller ownerReference on what it owns marks the owner twice: in its
+//! owner keys, and in the reference whose deletion deletes the object. Both must name one
+//! owner, or the object has two: the one its keys name, and the one whose deletion deletes it
+//! (the state the race of two installs leaves behind without the policy). So:
+//!
+//! - the owner the controller names must be one with every owner the keys name, on a CREATE
+//!   and on an UPDATE that changes either (an object written as it was stored is as it was
+//!   judged then);
+//! - where no keys name an owner, the controller moves to another owner only as keys do:
+//!   released first (orphaning), then adopted;
+//! - adding a controller where there was none is adoption (`allowAdoption`) unless the keys
+//!   name its owner, the tool's own write; removing it while the keys stay is orphaning
+//!   (`allowOrphaning`), and so is the garbage collector's removal of a deleted owner's
+//!   reference (`propagationPolicy: Orphan`), which the exempt writers may always make.
+//!
+//! Which owner a controller names is the tool's rule (`tools::olm_v1::extension_of`: a
+//! ClusterExtension, or the extension of a boxcutter revision, looked up). Only OLM v1 sets
+//! controller references on the objects it owns; OLM v0's references to a
+//! ClusterServiceVersion are not controllers, and Helm, Flux and Argo CD set none
+//! (docs/tools.md).
+
+use crate::cluster::Cluster;
+use crate::describe::{Owners, Subject};
+use crate::message::{Part, Quoted, message, text};
+use crate::owners::{Marks, Owned, Related, Schemes};
+use crate::settings::{OLM_OWNER_KIND_LABEL, Settings};
+use crate::tools::olm_v1;
+use crate::verdict::Verdict;
+
+/// Whether `tool` sets a controller ownerReference on the objects it owns.
+pub fn sets_controller(tool: &str) -> bool {
+    tool == "olm-v1"
+}
+
+/// An object's controller ownerReference, as read (`owners::Marks::controller`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reference<'m> {
+    pub api_version: &'m str,
+    pub kind: &'m str,
+    pub name: &'m str,
+}
+
+/// `ClusterExtension "x"`, as the messages name a reference.
+impl Part for Reference<'_> {
+    fn write_to(&self, out: &mut String) {
+        text(
+            out,
+            if self.kind.is_empty() {
+                "object"
+            } else {
+                self.kind
+            },
+        );
+        text(out, " ");
+        Quoted(self.name).write_to(out);
+    }
+}
+
+/// The owner a reference names, as the messages say it: the reference, and for a revision
+/// the extension it belongs to.
+struct Named<'r, 'm>(&'r Reference<'m>, &'r str);
+
+impl Part for Named<'_, '_> {
+    fn write_to(&self, out: &mut String) {
+        self.0.write_to(out);
+        if self.0.kind != olm_v1::KIND {
+            text(out, " (a revision of ClusterExtension ");
+            Quoted(self.1).write_to(out);
+            text(out, ")");
+        }
+    }
+}
+
+/// What the rules judge a controller with.
+pub struct Judging<'j> {
+    pub schemes: &'j Schemes,
+    pub settings: &'j Settings,
+    pub related: &'j Related,
+    pub cluster: &'j dyn Cluster,
+    /// Whether the writer is one of the exempt writers (read only where it decides).
+    pub exempt: &'j dyn Fn() -> bool,
+}
+
+/// The controller rules of a CREATE (`old` None) or an UPDATE the owner rules accepted.
+pub fn judge(j: &Judging, subject: &Subject, old: Option<&Marks>, new: &Marks) -> Verdict {
+    let Some((s, _)) = j.schemes.controlled else {
+        return Verdict::accept();
+    };
+    let written = new.controller(j.schemes);
+    let stored = old.and_then(|m| m.controller(j.schemes));
+    let owners = new.owners(j.schemes);
+    if let Some(old) = old
+        && stored == written
+        && old.owners(j.schemes) == owners
+    {
+        return Verdict::accept();
+    }
+    let extension = |r: &Reference| {
+        olm_v1::extension_of(j.cluster, (r.api_version, r.kind, r.name)).map_err(|e| {
+            Verdict::reject(message!(
+                subject,
+                ": which ClusterExtension its controller ownerReference ",
+                *r,
+                " names could not be checked, and the policy refuses what it cannot check: ",
+                e.trim_end_matches('.'),
+                ". ",
+                crate::cluster::Failure::of(&e).remedy(),
+            ))
+        })
+    };
+    let new_extension = match written.as_ref().map(extension).transpose() {
+        Ok(e) => e.flatten(),
+        Err(refusal) => return refusal,
+    };
+    match (new_extension, old) {
+        (Some(ext), _) => {
+            let Some(written) = written else {
+                return Verdict::accept();
+            };
+            let named = j.schemes.named(
+                s,
+                &[
+                    (olm_v1::OWNER_NAME, ext.as_str()),
+                    (OLM_OWNER_KIND_LABEL, olm_v1::KIND),
+                ],
+            );
+            let controller = Owned {
+                scheme: s,
+                owner: named,
+            };
+            if let Some(other) = (owners.iter()).find(|o| !names(j, &controller, o)) {
+                return two_owners(j.schemes, subject, other, &written, &ext);
+            }
+            let Some(old) = old else {
+                return Verdict::accept();
+            };
+            if !owners.is_empty() {
+                return Verdict::accept();
+            }
+            // No keys: the controller alone names the owner.
+            let before = match stored.as_ref().map(extension).transpose() {
+                Ok(e) => e.flatten(),
+                Err(refusal) => return refusal,
+            };
+            match (before, stored) {
+                (Some(before), Some(stored)) if before != ext => Verdict::reject(message!(
+                    subject,
+                    "'s controller ownerReference names ",
+                    Named(&stored, &before),
+                    ", and this UPDATE would make it ",
+                    Named(&written, &ext),
+                    ": an object has a single owner, and the controller is the one the \
+                         garbage collector follows. The current owner must first release it \
+                         (remove its controller ownerReference), then the new owner can adopt it.",
+                )),
+                (None, _) if !j.settings.allow_adoption() && old.owners(j.schemes).is_empty() => {
+                    Verdict::reject(message!(
+                        subject,
+                        " has no owner, and this UPDATE adds a controller ownerReference to ",
+                        Named(&written, &ext),
+                        ": adoption is off (allowAdoption: false). Create the object with its \
+                         owner instead.",
+                    ))
+                }
+                _ => Verdict::accept(),
+            }
+        }
+        (None, Some(_)) => {
+            let Some(stored) = stored else {
+                return Verdict::accept();
+            };
+            let was_tools = olm_v1::controls(stored.api_version, stored.kind);
+            if !was_tools || j.settings.allow_orphaning() || (j.exempt)() {
+                return Verdict::accept();
+            }
+            Verdict::reject(message!(
+                subject,
+                ": this UPDATE removes its controller ownerReference ",
+                stored,
+                ", and orphaning is off (allowOrphaning: false). The owner releases an object \
+                 by removing its owner keys and its controller reference; only the exempt \
+                 writers (the garbage collector) remove the reference alone.",
+            ))
+        }
+        (None, None) => Verdict::accept(),
+    }
+}
+
+/// Whether the owner the controller names (`controller`, of the controlling scheme) is one
+/// with `owned`, an owner the keys name: under its own scheme the keys it has must agree
+/// (some of OLM v1's writes carry `owner-name` alone), under another as an alias relates them.
+fn names(j: &Judging, controller: &Owned, owned: &Owned) -> bool {
+    if owned.scheme != controller.scheme {
+        return j.schemes.same_owner(
+            j.related,
+            (controller.scheme, &controller.owner),
+            (owned.scheme, &owned.owner),
+        );
+    }
+    let scheme = &j.schemes.list[owned.scheme];
+    [olm_v1::OWNER_NAME, OLM_OWNER_KIND_LABEL]
+        .into_iter()
+        .filter_map(|key| scheme.key_index(key))
+        .all(|i| match owned.owner.key(i) {
+            None => true,
+            value => value == controller.owner.key(i),
+        })
+}
+
+fn two_owners(
+    schemes: &Schemes,
+    subject: &Subject,
+    other: &Owned,
+    written: &Reference,
+    extension: &str,
+) -> Verdict {
+    Verdict::reject(message!(
+        subject,
+        ": its owner keys name ",
+        Owners(schemes, std::slice::from_ref(other)),
+        ", but its controller ownerReference names ",
+        Named(written, extension),
+        ": an object has a single owner, and its keys and the controller the garbage \
+         collector follows must name the same one. Write the controller reference of the \
+         owner the keys name; to move the object to another owner, hand it over (keys and \
+         controller together).",
+    ))
+}
