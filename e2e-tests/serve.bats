@@ -157,6 +157,7 @@ review() {
   local request
   request="$(as_review "$FIXTURES/crd-delete-by-hook.json")"
   run review "$SERVE_PORT" ungranted "$request"
+  local ungranted="$output"
   assert_equal "$(jq -c '[.allowed, .code]' <<<"$output")" '[false,403]'
   [[ "$(jq -r .message <<<"$output")" == *"failed: Host error: Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported. Grant the policy the host capabilities kubernetes/get_resource and kubernetes/list_resources_all"* ]] ||
     fail "$output"
@@ -167,7 +168,7 @@ review() {
     local b
     b="$(review "$PS_PORT" ungranted "$request")"
     case "$("$POLICY_SERVER" --version 2>/dev/null)" in
-      *" 1.3"[5-9]* | *" 1.4"*) assert_equal "$b" "$output" ;;
+      *" 1.3"[5-9]* | *" 1.4"*) assert_equal "$b" "$ungranted" ;;
       *) [[ "$b" == *"has not been granted access to Kubernetes olm.operatorframework.io/v1/ClusterExtension resources"* ]] || fail "policy-server: $b" ;;
     esac
   fi
@@ -220,4 +221,31 @@ review() {
     done
   done
   [ "$count" -ge 200 ] || fail "only $count reviews"
+}
+
+@test "(policy-host webhook) writes policies.yml as kubewarden-controller 1.36: every capability for a ClusterAdmissionPolicy, a namespaced policy's from its PolicyServer" {
+  local dir="$BATS_TEST_TMPDIR"
+  echo "CA" >"$dir/ca.pem"
+  sed -e 's/^kind: ClusterAdmissionPolicy$/kind: AdmissionPolicy/' -e 's/^  name: single-owner-helm$/  name: team-helm\n  namespace: team-a/' \
+    "$ROOT/deploy/helm.yaml" >"$dir/namespaced.yaml"
+  grep -q '^kind: AdmissionPolicy$' "$dir/namespaced.yaml" && grep -q '^  namespace: team-a$' "$dir/namespaced.yaml" || fail "sed did not make an AdmissionPolicy"
+  printf 'apiVersion: policies.kubewarden.io/v1\nkind: PolicyServer\nmetadata: {name: default}\nspec:\n  image: x\n  namespacedPoliciesCapabilities: ["oci/*"]\n' >"$dir/ps.yaml"
+  run --separate-stderr "$POLICY_HOST" webhook "$ROOT/deploy/olm-v1.yaml" "$dir/namespaced.yaml" --url https://127.0.0.1:1 \
+    --ca-file "$dir/ca.pem" --kubernetes-minor 36 --module "file://$POLICY" --policies-out "$dir/policies.yml" --policy-server "$dir/ps.yaml"
+  assert_success
+  assert_equal "$(jq -r '[.items[].metadata.name] | join(" ")' <<<"$output")" "clusterwide-single-owner-olm-v1 namespaced-team-a-team-helm"
+  assert_equal "$(jq -c '.items[1].webhooks[0].namespaceSelector' <<<"$output")" '{"matchLabels":{"kubernetes.io/metadata.name":"team-a"}}'
+  assert_equal "$(python3 -c 'import json,sys,yaml; d=yaml.safe_load(open(sys.argv[1])); print(json.dumps({k: v["hostCapabilities"] for k, v in sorted(d.items())}))' "$dir/policies.yml")" \
+    '{"clusterwide-single-owner-olm-v1": ["*"], "namespaced-team-a-team-helm": ["oci/*"]}'
+  # Without the PolicyServer's list, the controller grants a namespaced policy everything.
+  run --separate-stderr "$POLICY_HOST" webhook "$dir/namespaced.yaml" --url https://127.0.0.1:1 --ca-file "$dir/ca.pem" \
+    --kubernetes-minor 36 --module "file://$POLICY" --policies-out "$dir/policies.yml"
+  assert_success
+  grep -q -- '- \*' "$dir/policies.yml" || grep -q "'\*'" "$dir/policies.yml" || fail "$(cat "$dir/policies.yml")"
+  # A pattern policy-server would refuse is refused here.
+  sed -i 's|\["oci/\*"\]|["oci"]|' "$dir/ps.yaml"
+  run --separate-stderr "$POLICY_HOST" webhook "$dir/namespaced.yaml" --url https://127.0.0.1:1 --ca-file "$dir/ca.pem" \
+    --kubernetes-minor 36 --policy-server "$dir/ps.yaml"
+  assert_failure
+  [[ "$stderr" == *"spec.namespacedPoliciesCapabilities"*"'oci/*'"* ]] || fail "$stderr"
 }

@@ -93,3 +93,23 @@ labels() { kubectl get "$1" "$2" ${3:+-n "$3"} -o json | jq -c '.metadata.labels
   run kubectl get configmap "$cm"
   assert_failure
 }
+
+@test "an extension's object whose controller ownerReference names another extension is refused; another Argo CD installation's id too" {
+  local cm ref
+  cm="$(name cm)"
+  ref='[{"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtension", "name": "ext-b", "uid": "0b5d7e1c-2f3a-4b6c-8d9e-0f1a2b3c4d5e", "controller": true, "blockOwnerDeletion": false}]'
+  # As OLM v1's Helm applier writes it for ext-a: its labels and Helm's release annotations.
+  apply "$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"ext-a\"}" \
+    '{"meta.helm.sh/release-name": "ext-a", "meta.helm.sh/release-namespace": "ext-a-system"}')"
+  assert_success
+  api PATCH "/api/v1/namespaces/default/configmaps/$cm" application/merge-patch+json "{\"metadata\": {\"ownerReferences\": $ref}}"
+  assert_equal "$api_code" 403
+  [[ "$(jq -r .message <<<"$output")" == *"but its controller ownerReference names ClusterExtension \"ext-b\""* ]] || fail "$output"
+  local app
+  app="$(name app)"
+  apply "$(configmap "$app" '{}' "{\"argocd.argoproj.io/tracking-id\": \"shop:/ConfigMap:default/$app\", \"argocd.argoproj.io/installation-id\": \"prod-east\"}")"
+  assert_success
+  run --separate-stderr kubectl annotate configmap "$app" argocd.argoproj.io/installation-id=prod-west --overwrite
+  assert_forbidden "$TOOLS_WEBHOOK" \
+    "is owned by [argocd.argoproj.io/installation-id=prod-east] (argocd), and this UPDATE would change its owner to [argocd.argoproj.io/installation-id=prod-west]"
+}

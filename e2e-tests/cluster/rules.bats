@@ -218,6 +218,63 @@ EOF
   assert_forbidden clusterwide-single-owner-argocd-label-tracking.kubewarden.admission "[app.kubernetes.io/instance=widgets-staging]"
 }
 
+# controller_ref KIND NAME: a controller ownerReference to OLM v1's KIND (the owner need not
+# exist: no garbage collector runs here).
+controller_ref() {
+  jq -nc --arg k "$1" --arg n "$2" '[{apiVersion: "olm.operatorframework.io/v1", kind: $k, name: $n,
+    uid: "0b5d7e1c-2f3a-4b6c-8d9e-0f1a2b3c4d5e", controller: true, blockOwnerDeletion: false}]'
+}
+
+@test "OLM v1 preset: a controller ownerReference to another extension than the labels name is Forbidden; the extension's own is not" {
+  local crd other cm
+  crd="widgets.$(name ctl).example.com"
+  apply "$(crd_manifest "$crd" ext-a | jq --argjson r "$(controller_ref ClusterExtension ext-a)" '.metadata.ownerReferences = $r')"
+  assert_success
+  # The controller moved to another extension, the labels kept: refused, nothing written.
+  api PATCH "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$crd" application/merge-patch+json \
+    "{\"metadata\": {\"ownerReferences\": $(controller_ref ClusterExtension ext-b)}}"
+  assert_equal "$api_code" 403
+  [[ "$(jq -r .message <<<"$output")" == *"its owner keys name [$OLM_KIND=ClusterExtension, $OLM_NAME=ext-a], but its controller ownerReference names ClusterExtension \"ext-b\""* ]] || fail "$output"
+  assert_equal "$(kubectl get crd "$crd" -o json | jq -r '.metadata.ownerReferences[0].name')" ext-a
+  # Created naming two owners: refused, not stored.
+  other="widgets.$(name two).example.com"
+  apply "$(crd_manifest "$other" ext-a | jq --argjson r "$(controller_ref ClusterExtension ext-b)" '.metadata.ownerReferences = $r')"
+  assert_forbidden "$OLM_WEBHOOK" "but its controller ownerReference names ClusterExtension \"ext-b\""
+  run kubectl get crd "$other"
+  assert_failure
+  # Added for another extension where there was none: refused; for the labels' own: accepted.
+  cm="$(name cm)"
+  apply "$(configmap "$cm" "{\"$OLM_KIND\": \"ClusterExtension\", \"$OLM_NAME\": \"ext-a\"}")"
+  assert_success
+  api PATCH "/api/v1/namespaces/default/configmaps/$cm" application/merge-patch+json \
+    "{\"metadata\": {\"ownerReferences\": $(controller_ref ClusterExtension ext-b)}}"
+  assert_equal "$api_code" 403
+  api PATCH "/api/v1/namespaces/default/configmaps/$cm" application/merge-patch+json \
+    "{\"metadata\": {\"ownerReferences\": $(controller_ref ClusterExtension ext-a)}}"
+  assert_equal "$api_code" 200
+  # Its removal, as the garbage collector orphans an object (a strategic merge patch): accepted.
+  api PATCH "/api/v1/namespaces/default/configmaps/$cm" application/strategic-merge-patch+json \
+    '{"metadata": {"ownerReferences": [{"$patch": "delete", "uid": "0b5d7e1c-2f3a-4b6c-8d9e-0f1a2b3c4d5e"}]}}'
+  assert_equal "$api_code" 200
+  assert_equal "$(kubectl get configmap "$cm" -o json | jq -r '.metadata.ownerReferences // [] | length')" 0
+}
+
+@test "Argo CD preset: another installation's id is Forbidden; the id set and unset by Argo CD is not" {
+  local cm id
+  cm="$(name cm)"
+  id="argocd.argoproj.io/tracking-id=widgets-prod:/ConfigMap:default/$cm"
+  apply "$(configmap "$cm" '{}' "{\"argocd.argoproj.io/tracking-id\": \"widgets-prod:/ConfigMap:default/$cm\"}")"
+  assert_success
+  run --separate-stderr kubectl annotate configmap "$cm" argocd.argoproj.io/installation-id=prod-east
+  assert_success
+  run --separate-stderr kubectl annotate configmap "$cm" argocd.argoproj.io/installation-id=prod-west --overwrite
+  assert_forbidden clusterwide-single-owner-argocd.kubewarden.admission \
+    "is owned by [argocd.argoproj.io/installation-id=prod-east]" "would change its owner to [argocd.argoproj.io/installation-id=prod-west]"
+  run --separate-stderr kubectl annotate configmap "$cm" argocd.argoproj.io/installation-id-
+  assert_success
+  assert_equal "$(kubectl get configmap "$cm" -o json | jq -r '.metadata.annotations["argocd.argoproj.io/tracking-id"]')" "${id#*=}"
+}
+
 @test "Flux preset: another Kustomization's labels are Forbidden" {
   local cm
   cm="$(name cm)"
