@@ -12,7 +12,8 @@ OCI_REF ?= registry://ghcr.io/single-owner-policy/policies/single-owner:v$(VERSI
 
 .PHONY: all setup run host test e2e-tests lint lint-workflows fmt fmt-check test-all clean \
 	publish readme-test bench fuzz-smoke race race-smoke cluster-up cluster-down cluster-e2e cluster-race \
-	cluster-race-smoke cluster-latency cluster-olm cluster-olm-smoke kube-apiserver FORCE
+	cluster-race-smoke cluster-latency cluster-olm cluster-olm-smoke kube-apiserver kubectl-plugin \
+	cluster-owners FORCE
 
 all: annotated-policy.wasm
 
@@ -228,7 +229,19 @@ fmt-check:
 # table), README's commands, the race against etcd, the fuzz smoke, and the rules and the race through a real
 # kube-apiserver (built once per machine from Debian's source package on first use).
 test-all: setup fmt-check lint test e2e-tests readme-test race-smoke fuzz-smoke cluster-e2e cluster-race-smoke \
-	cluster-olm-smoke
+	cluster-olm-smoke cluster-owners
+
+# kubectl single-owner (kubectl-plugin/, docs/owners.md): target/host/kubectl-single_owner; on
+# PATH it is `kubectl single-owner`.
+kubectl-plugin:
+	$(NEED_CLIPPY)
+	$(HOST_CARGO) build --profile host -p kubectl-single-owner
+
+# The plugin against a real API server of its own (etcd and a kube-apiserver on free ports):
+# KUBE_APISERVER, else the one scripts/kube-apiserver/build.sh builds.
+cluster-owners: kubectl-plugin
+	@./scripts/setup.sh test
+	KUBE_APISERVER="$${KUBE_APISERVER:-$$(./scripts/kube-apiserver/build.sh)}" bats e2e-tests/cluster-owners/
 
 clean:
 	cargo clean

@@ -102,6 +102,21 @@ enum Expect {
 }
 use Expect::{Accept, Refuse};
 
+impl Expect {
+    /// Asserts the answer (`judge`'s) under `settings` is the expected one.
+    fn check(&self, settings: &Value, (accepted, code, message): (bool, u16, String)) {
+        match self {
+            Accept => assert!(accepted, "{settings}: refused: {message}"),
+            Refuse(fragments) => {
+                assert!(!accepted && code == FORBIDDEN, "{settings}: accepted");
+                for f in *fragments {
+                    assert!(message.contains(f), "{settings}: {message:?} lacks {f:?}");
+                }
+            }
+        }
+    }
+}
+
 const TWO: &[&str] = &[
     "its owner keys name [olm.operatorframework.io/owner-kind=ClusterExtension, olm.operatorframework.io/owner-name=a]",
     "but its controller ownerReference names ClusterExtension \"b\"",
@@ -160,20 +175,12 @@ fn the_controller_names_the_owner_the_keys_name(
 ) {
     for settings in [olm_v1(), all_tools()] {
         let cluster = revisions();
-        let (accepted, code, message) = judge(
+        let answer = judge(
             &settings,
             request(OPERATOR, old.clone(), new.clone()),
             &cluster,
         );
-        match &expected {
-            Accept => assert!(accepted, "{settings}: refused: {message}"),
-            Refuse(fragments) => {
-                assert!(!accepted && code == FORBIDDEN, "{settings}: accepted");
-                for f in *fragments {
-                    assert!(message.contains(f), "{settings}: {message:?} lacks {f:?}");
-                }
-            }
-        }
+        expected.check(&settings, answer);
         assert_eq!(cluster.asked(), asked, "{settings}");
     }
 }
@@ -260,16 +267,8 @@ fn the_installation_id_tells_two_argo_cd_installations_apart(
     };
     for settings in [argocd(), all_tools()] {
         let r = argocd_request(tracked(from, "guestbook"), tracked(to, app));
-        let (accepted, code, message) = judge(&settings, r, &Fake::default());
-        match &expected {
-            Accept => assert!(accepted, "{settings}: refused: {message}"),
-            Refuse(fragments) => {
-                assert!(!accepted && code == FORBIDDEN, "{settings}: accepted");
-                for f in *fragments {
-                    assert!(message.contains(f), "{settings}: {message:?} lacks {f:?}");
-                }
-            }
-        }
+        let answer = judge(&settings, r, &Fake::default());
+        expected.check(&settings, answer);
     }
 }
 

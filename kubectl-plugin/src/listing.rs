@@ -1,0 +1,302 @@
+//! Listing every object of every listable type, metadata only, page by page.
+//!
+//! Only metadata is read (`PartialObjectMetadataList`: the API server strips specs and
+//! statuses, so a scan of Secrets and large CRs moves names and labels, not payloads), in pages
+//! (`limit`/`continue`), several types at once up to a bound. A type that cannot be listed
+//! (forbidden, an aggregated API that fails, an expired continue token) is reported and
+//! skipped. The source of pages is a trait, so that the scan runs in tests without a cluster.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Result;
+use futures::stream::{self, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DynamicObject, ListParams};
+
+use crate::discovery::{ResourceType, Skipped};
+use crate::progress::Progress;
+
+/// Objects per page: the API server's own default page for kubectl is 500.
+pub const PAGE_SIZE: u32 = 500;
+/// Types listed at once.
+pub const CONCURRENCY: usize = 8;
+
+/// One page of a type's objects.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub items: Vec<ObjectMeta>,
+    /// The continue token of the next page; `None`: this was the last.
+    pub next: Option<String>,
+}
+
+/// The API server forgot a continue token (410 Gone: the list's snapshot was compacted away
+/// during a long scan): the type is listed again from its first page.
+#[derive(Debug)]
+pub struct Expired;
+
+impl std::fmt::Display for Expired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the continue token expired (410 Gone)")
+    }
+}
+
+impl std::error::Error for Expired {}
+
+/// How many times a type is listed again after its continue token expired.
+const RELISTS: usize = 2;
+
+/// Lists metadata of one type, page by page.
+pub trait MetadataSource: Sync {
+    fn page(
+        &self,
+        ty: &ResourceType,
+        namespace: Option<&str>,
+        token: Option<&str>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Page>> + Send;
+}
+
+/// The API server, through kube-rs (`Api::list_metadata` sends the
+/// `as=PartialObjectMetadataList` Accept header).
+pub struct Kube(pub kube::Client);
+
+impl MetadataSource for Kube {
+    async fn page(
+        &self,
+        ty: &ResourceType,
+        namespace: Option<&str>,
+        token: Option<&str>,
+        limit: u32,
+    ) -> Result<Page> {
+        let ar = ty.api_resource();
+        let api: Api<DynamicObject> = match namespace {
+            Some(ns) if ty.namespaced => Api::namespaced_with(self.0.clone(), ns, &ar),
+            _ => Api::all_with(self.0.clone(), &ar),
+        };
+        let mut params = ListParams::default().limit(limit);
+        if let Some(token) = token {
+            params = params.continue_token(token);
+        }
+        let list = match api.list_metadata(&params).await {
+            Err(kube::Error::Api(e)) if e.code == 410 && token.is_some() => {
+                return Err(Expired.into());
+            }
+            other => other?,
+        };
+        Ok(Page {
+            items: list.items.into_iter().map(|o| o.metadata).collect(),
+            next: list.metadata.continue_.filter(|t| !t.is_empty()),
+        })
+    }
+}
+
+/// An object listed: its type and metadata.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub ty: Arc<ResourceType>,
+    pub meta: ObjectMeta,
+}
+
+/// Lists all objects of `types` (in `namespace`, or everywhere; cluster-scoped types are
+/// left out when a namespace is given), keeping those `keep` wants. Returns them in the order
+/// of `types`, and what could not be listed.
+pub async fn list_all<S: MetadataSource>(
+    source: &S,
+    types: &[ResourceType],
+    namespace: Option<&str>,
+    keep: &(dyn Fn(&ObjectMeta) -> bool + Sync),
+    progress: &Progress,
+) -> (Vec<Listed>, Vec<Skipped>) {
+    let types: Vec<Arc<ResourceType>> = (types.iter())
+        .filter(|t| namespace.is_none() || t.namespaced)
+        .cloned()
+        .map(Arc::new)
+        .collect();
+    progress.types(types.len());
+    let mut results: Vec<_> = stream::iter(types.into_iter().enumerate())
+        .map(|(i, ty)| async move {
+            let listed = list_type(source, &ty, namespace, keep, progress).await;
+            progress.type_done();
+            (i, ty, listed)
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    results.sort_by_key(|(i, ..)| *i);
+    let (mut objects, mut skipped) = (Vec::new(), Vec::new());
+    for (_, ty, listed) in results {
+        match listed {
+            Ok(items) => objects.extend(items.into_iter().map(|meta| Listed {
+                ty: ty.clone(),
+                meta,
+            })),
+            Err(e) => skipped.push(Skipped {
+                what: ty.qualified(),
+                reason: format!("cannot be listed: {e:#}"),
+            }),
+        }
+    }
+    (objects, skipped)
+}
+
+async fn list_type<S: MetadataSource>(
+    source: &S,
+    ty: &ResourceType,
+    namespace: Option<&str>,
+    keep: &(dyn Fn(&ObjectMeta) -> bool + Sync),
+    progress: &Progress,
+) -> Result<Vec<ObjectMeta>> {
+    let mut relists = 0;
+    'list: loop {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = match source
+                .page(ty, namespace, token.as_deref(), PAGE_SIZE)
+                .await
+            {
+                Ok(page) => page,
+                Err(e) if e.is::<Expired>() && relists < RELISTS => {
+                    relists += 1;
+                    continue 'list;
+                }
+                Err(e) => return Err(e),
+            };
+            progress.objects(page.items.len());
+            out.extend(page.items.into_iter().filter(|m| keep(m)));
+            match page.next {
+                Some(next) => token = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::discovery::tests::ty;
+
+    /// Pages of objects by type plural; a type listed in `failing` answers with an error.
+    #[derive(Default)]
+    pub struct Fake {
+        pub objects: BTreeMap<String, Vec<ObjectMeta>>,
+        pub failing: Vec<String>,
+        pub page_size: usize,
+        /// How many continue tokens expire before one is honoured.
+        pub expiring: std::sync::atomic::AtomicUsize,
+    }
+
+    impl MetadataSource for Fake {
+        async fn page(
+            &self,
+            ty: &ResourceType,
+            namespace: Option<&str>,
+            token: Option<&str>,
+            _limit: u32,
+        ) -> Result<Page> {
+            if self.failing.contains(&ty.plural) {
+                anyhow::bail!("{} is forbidden", ty.plural);
+            }
+            let all: Vec<ObjectMeta> = (self.objects.get(&ty.plural).into_iter().flatten())
+                .filter(|m| namespace.is_none() || m.namespace.as_deref() == namespace)
+                .cloned()
+                .collect();
+            use std::sync::atomic::Ordering;
+            if token.is_some()
+                && (self.expiring)
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok()
+            {
+                return Err(Expired.into());
+            }
+            let start: usize = token.map(|t| t.parse()).transpose()?.unwrap_or(0);
+            let size = self.page_size.max(1);
+            let end = (start + size).min(all.len());
+            Ok(Page {
+                items: all.get(start..end).unwrap_or_default().to_vec(),
+                next: (end < all.len()).then(|| end.to_string()),
+            })
+        }
+    }
+
+    pub fn meta(ns: Option<&str>, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.into()),
+            namespace: ns.map(Into::into),
+            uid: Some(format!("uid-{}-{name}", ns.unwrap_or(""))),
+            labels: Some(
+                (labels.iter())
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn every_page_is_read_and_a_failing_type_is_skipped() {
+        let mut fake = Fake {
+            page_size: 2,
+            failing: vec!["secrets".into()],
+            ..Fake::default()
+        };
+        let cms = (0..5)
+            .map(|i| meta(Some("a"), &format!("cm{i}"), &[]))
+            .collect();
+        fake.objects.insert("configmaps".into(), cms);
+        let types = [
+            ty("", "ConfigMap", "configmaps", true),
+            ty("", "Secret", "secrets", true),
+        ];
+        let (objects, skipped) =
+            list_all(&fake, &types, None, &|_| true, &Progress::hidden()).await;
+        assert_eq!(objects.len(), 5);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].what, "secrets");
+        assert!(skipped[0].reason.contains("forbidden"), "{:?}", skipped[0]);
+    }
+
+    #[tokio::test]
+    async fn a_namespace_leaves_cluster_scoped_types_out() {
+        let mut fake = Fake::default();
+        fake.objects
+            .insert("namespaces".into(), vec![meta(None, "a", &[])]);
+        fake.objects.insert(
+            "configmaps".into(),
+            vec![meta(Some("a"), "x", &[]), meta(Some("b"), "y", &[])],
+        );
+        let types = [
+            ty("", "Namespace", "namespaces", false),
+            ty("", "ConfigMap", "configmaps", true),
+        ];
+        let (objects, _) = list_all(&fake, &types, Some("a"), &|_| true, &Progress::hidden()).await;
+        let names: Vec<_> = objects.iter().filter_map(|o| o.meta.name.clone()).collect();
+        assert_eq!(names, ["x"]);
+    }
+
+    #[tokio::test]
+    async fn an_expired_continue_token_lists_the_type_again() {
+        let mut fake = Fake {
+            page_size: 2,
+            expiring: 1.into(),
+            ..Fake::default()
+        };
+        let cms = (0..5)
+            .map(|i| meta(Some("a"), &format!("cm{i}"), &[]))
+            .collect();
+        fake.objects.insert("configmaps".into(), cms);
+        let types = [ty("", "ConfigMap", "configmaps", true)];
+        let (objects, skipped) =
+            list_all(&fake, &types, None, &|_| true, &Progress::hidden()).await;
+        assert_eq!((objects.len(), skipped.len()), (5, 0));
+        fake.expiring = 10.into();
+        let (objects, skipped) =
+            list_all(&fake, &types, None, &|_| true, &Progress::hidden()).await;
+        assert_eq!(objects.len(), 0);
+        assert!(skipped[0].reason.contains("410"), "{:?}", skipped);
+    }
+}

@@ -1,0 +1,342 @@
+//! Whether the owner an object's keys name exists: looked up once per owner, whatever the
+//! number of its objects.
+//!
+//! The owners the keys name, by key (so the one-tool form's keys are checked too):
+//! - `olm.operatorframework.io/owner-name`: a ClusterExtension (olm.operatorframework.io/v1,
+//!   cluster-scoped), when the owner-kind label is absent or ClusterExtension;
+//! - `olm.owner` (+ `olm.owner.namespace`): a ClusterServiceVersion (operators.coreos.com/
+//!   v1alpha1); without a namespace (a bundle's ClusterRole), any CSV of that name that is not
+//!   a copy (`!olm.copiedFrom`);
+//! - `helm.toolkit.fluxcd.io/name`/`namespace`: a Flux HelmRelease (helm.toolkit.fluxcd.io/v2);
+//! - `kustomize.toolkit.fluxcd.io/name`/`namespace`: a Flux Kustomization
+//!   (kustomize.toolkit.fluxcd.io/v1);
+//! - `argocd.argoproj.io/tracking-id`: an Argo CD Application (argoproj.io/v1alpha1), named by
+//!   the id up to its `:`, `<namespace>_<app>` for apps in any namespace, else in Argo CD's own
+//!   namespace (`--argocd-namespace`);
+//! - `meta.helm.sh/release-name`/`release-namespace`: a Helm release, which exists while its
+//!   storage Secrets do (`owner=helm,name=<release>` in the release namespace, Helm's default
+//!   driver). Not checked where OLM v1's or helm-controller's keys are on the object too: they
+//!   install through the Helm SDK but keep the release elsewhere (operator-controller in its
+//!   own storage, helm-controller in `spec.storageNamespace`), and their own owner is checked.
+//!
+//! A kind the API server does not serve (its CRD not installed) cannot be checked: reported
+//! as skipped, never as a finding.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+use kube::api::{Api, DynamicObject, ListParams};
+use serde::Serialize;
+
+use crate::discovery::Discovered;
+use crate::owners::Carried;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum OwnerKind {
+    ClusterExtension,
+    ClusterServiceVersion,
+    HelmRelease,
+    Kustomization,
+    Application,
+    /// A Helm release, by its storage Secrets.
+    HelmReleaseStorage,
+}
+
+impl OwnerKind {
+    /// The API group, version and kind of the owner object (the Secret of a Helm release).
+    pub fn gvk(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            OwnerKind::ClusterExtension => ("olm.operatorframework.io", "v1", "ClusterExtension"),
+            OwnerKind::ClusterServiceVersion => {
+                ("operators.coreos.com", "v1alpha1", "ClusterServiceVersion")
+            }
+            OwnerKind::HelmRelease => ("helm.toolkit.fluxcd.io", "v2", "HelmRelease"),
+            OwnerKind::Kustomization => ("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
+            OwnerKind::Application => ("argoproj.io", "v1alpha1", "Application"),
+            OwnerKind::HelmReleaseStorage => ("", "v1", "Secret"),
+        }
+    }
+}
+
+/// An owner object the keys name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct OwnerRef {
+    pub kind: OwnerKind,
+    pub name: String,
+    pub namespace: Option<String>,
+}
+
+impl fmt::Display for OwnerRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (group, version, kind) = self.kind.gvk();
+        let what = match self.kind {
+            OwnerKind::HelmReleaseStorage => "Helm release".to_string(),
+            _ => kind.to_string(),
+        };
+        write!(f, "{what} {:?}", self.name)?;
+        if let Some(ns) = &self.namespace {
+            write!(f, " in namespace {ns:?}")?;
+        }
+        match self.kind {
+            OwnerKind::HelmReleaseStorage => {
+                write!(f, " (its storage Secrets, owner=helm,name={})", self.name)
+            }
+            _ => write!(f, " ({group}/{version})"),
+        }
+    }
+}
+
+/// Whether an owner exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Found {
+    Exists,
+    Gone,
+    /// It could not be checked, and why.
+    Unknown(String),
+}
+
+/// The owner objects an object's owners name.
+pub fn named(carried: &[Carried], argocd_namespace: &str) -> Vec<OwnerRef> {
+    let any = |key: &str| carried.iter().any(|c| c.id.keys.contains_key(key));
+    let mut out = Vec::new();
+    for c in carried {
+        let key = |k: &str| c.id.keys.get(k).cloned();
+        let named = |kind, name: Option<String>, namespace: Option<String>| {
+            name.filter(|n| !n.is_empty()).map(|name| OwnerRef {
+                kind,
+                name,
+                namespace: namespace.filter(|n| !n.is_empty()),
+            })
+        };
+        let olm_kind = key("olm.operatorframework.io/owner-kind");
+        if olm_kind.as_deref().is_none_or(|k| k == "ClusterExtension") {
+            out.extend(named(
+                OwnerKind::ClusterExtension,
+                key("olm.operatorframework.io/owner-name"),
+                None,
+            ));
+        }
+        if key("olm.owner.kind")
+            .as_deref()
+            .is_none_or(|k| k == "ClusterServiceVersion")
+        {
+            out.extend(named(
+                OwnerKind::ClusterServiceVersion,
+                key("olm.owner"),
+                key("olm.owner.namespace"),
+            ));
+        }
+        for (kind, prefix) in [
+            (OwnerKind::HelmRelease, "helm.toolkit.fluxcd.io"),
+            (OwnerKind::Kustomization, "kustomize.toolkit.fluxcd.io"),
+        ] {
+            let (name, ns) = (
+                key(&format!("{prefix}/name")),
+                key(&format!("{prefix}/namespace")),
+            );
+            if ns.is_some() {
+                out.extend(named(kind, name, ns));
+            }
+        }
+        if let Some(app) = key("argocd.argoproj.io/tracking-id") {
+            let (ns, app) = match app.split_once('_') {
+                Some((ns, app)) => (ns.to_string(), app.to_string()),
+                None => (argocd_namespace.to_string(), app),
+            };
+            out.extend(named(OwnerKind::Application, Some(app), Some(ns)));
+        }
+        let elsewhere =
+            any("olm.operatorframework.io/owner-name") || any("helm.toolkit.fluxcd.io/name");
+        let release_ns = key("meta.helm.sh/release-namespace");
+        if !elsewhere && release_ns.is_some() {
+            out.extend(named(
+                OwnerKind::HelmReleaseStorage,
+                key("meta.helm.sh/release-name"),
+                release_ns,
+            ));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Looks an owner up.
+pub trait Lookup: Sync {
+    fn find(&self, owner: &OwnerRef) -> impl Future<Output = Found> + Send;
+}
+
+/// Looks each owner up once, several at once.
+pub async fn find_all<L: Lookup>(
+    lookup: &L,
+    owners: BTreeSet<OwnerRef>,
+) -> BTreeMap<OwnerRef, Found> {
+    stream::iter(owners)
+        .map(|o| async move {
+            let found = lookup.find(&o).await;
+            (o, found)
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await
+}
+
+/// The API server, through kube-rs.
+pub struct KubeLookup {
+    pub client: kube::Client,
+    pub discovered: Arc<Discovered>,
+}
+
+impl Lookup for KubeLookup {
+    async fn find(&self, owner: &OwnerRef) -> Found {
+        let (group, version, kind) = owner.kind.gvk();
+        let Some(ty) = self.discovered.find(group, kind) else {
+            return Found::Unknown(format!("{kind} ({group}/{version}) is not served"));
+        };
+        let ar = ty.api_resource();
+        let client = self.client.clone();
+        let api: Api<DynamicObject> = match &owner.namespace {
+            Some(ns) if ty.namespaced => Api::namespaced_with(client, ns, &ar),
+            _ => Api::all_with(client, &ar),
+        };
+        // By selector: a release's storage Secrets, a CSV named across namespaces.
+        let selected = match (owner.kind, &owner.namespace) {
+            (OwnerKind::HelmReleaseStorage, _) => {
+                Some(ListParams::default().labels(&format!("owner=helm,name={}", owner.name)))
+            }
+            (OwnerKind::ClusterServiceVersion, None) => Some(
+                ListParams::default()
+                    .labels("!olm.copiedFrom")
+                    .fields(&format!("metadata.name={}", owner.name)),
+            ),
+            _ => None,
+        };
+        match selected {
+            Some(params) => match api.list_metadata(&params.limit(1)).await {
+                Ok(list) if list.items.is_empty() => Found::Gone,
+                Ok(_) => Found::Exists,
+                Err(e) => Found::Unknown(e.to_string()),
+            },
+            None => match api.get_metadata_opt(&owner.name).await {
+                Ok(Some(_)) => Found::Exists,
+                Ok(None) => Found::Gone,
+                Err(e) => Found::Unknown(e.to_string()),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::owners::OwnerId;
+    use rstest::rstest;
+
+    /// Owners by what they name: present in `exists`, else gone; of a kind in `unserved`,
+    /// unknown.
+    #[derive(Default)]
+    pub struct Fake {
+        pub exists: Vec<OwnerRef>,
+        pub unserved: Vec<OwnerKind>,
+        pub asked: std::sync::Mutex<Vec<OwnerRef>>,
+    }
+
+    impl Lookup for Fake {
+        async fn find(&self, owner: &OwnerRef) -> Found {
+            if let Ok(mut asked) = self.asked.lock() {
+                asked.push(owner.clone());
+            }
+            if self.unserved.contains(&owner.kind) {
+                return Found::Unknown(format!("{} is not served", owner.kind.gvk().2));
+            }
+            if self.exists.contains(owner) {
+                Found::Exists
+            } else {
+                Found::Gone
+            }
+        }
+    }
+
+    fn carried(tool: &str, keys: &[(&str, &str)]) -> Carried {
+        let keys: BTreeMap<String, String> = keys
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Carried {
+            id: OwnerId {
+                tool: tool.into(),
+                keys: keys.clone(),
+            },
+            scheme: 0,
+            values: keys,
+        }
+    }
+
+    fn r(kind: OwnerKind, name: &str, ns: Option<&str>) -> OwnerRef {
+        OwnerRef {
+            kind,
+            name: name.into(),
+            namespace: ns.map(Into::into),
+        }
+    }
+
+    #[rstest]
+    #[case::olm_v1(
+        vec![carried("olm-v1", &[("olm.operatorframework.io/owner-kind", "ClusterExtension"), ("olm.operatorframework.io/owner-name", "cm")])],
+        vec![r(OwnerKind::ClusterExtension, "cm", None)]
+    )]
+    #[case::olm_v1_other_kind(
+        vec![carried("olm-v1", &[("olm.operatorframework.io/owner-kind", "Extension"), ("olm.operatorframework.io/owner-name", "cm")])],
+        vec![]
+    )]
+    #[case::olm_v0(
+        vec![carried("olm-v0", &[("olm.owner", "etcd.v1"), ("olm.owner.namespace", "ops"), ("olm.owner.kind", "ClusterServiceVersion")])],
+        vec![r(OwnerKind::ClusterServiceVersion, "etcd.v1", Some("ops"))]
+    )]
+    #[case::argocd_default_namespace(
+        vec![carried("argocd", &[("argocd.argoproj.io/tracking-id", "shop")])],
+        vec![r(OwnerKind::Application, "shop", Some("argocd"))]
+    )]
+    #[case::argocd_app_in_any_namespace(
+        vec![carried("argocd", &[("argocd.argoproj.io/tracking-id", "team_shop")])],
+        vec![r(OwnerKind::Application, "shop", Some("team"))]
+    )]
+    #[case::helm(
+        vec![carried("helm", &[("meta.helm.sh/release-name", "web"), ("meta.helm.sh/release-namespace", "apps")])],
+        vec![r(OwnerKind::HelmReleaseStorage, "web", Some("apps"))]
+    )]
+    #[case::helm_by_flux(
+        vec![carried("helm", &[("meta.helm.sh/release-name", "web"), ("meta.helm.sh/release-namespace", "apps")]),
+             carried("flux-helm", &[("helm.toolkit.fluxcd.io/name", "web"), ("helm.toolkit.fluxcd.io/namespace", "flux")])],
+        vec![r(OwnerKind::HelmRelease, "web", Some("flux"))]
+    )]
+    #[case::kustomization(
+        vec![carried("flux", &[("kustomize.toolkit.fluxcd.io/name", "apps"), ("kustomize.toolkit.fluxcd.io/namespace", "flux-system")])],
+        vec![r(OwnerKind::Kustomization, "apps", Some("flux-system"))]
+    )]
+    fn the_keys_name_their_owner_object(
+        #[case] carried: Vec<Carried>,
+        #[case] expected: Vec<OwnerRef>,
+    ) {
+        assert_eq!(named(&carried, "argocd"), expected);
+    }
+
+    #[tokio::test]
+    async fn each_owner_is_looked_up_once() {
+        let fake = Fake::default();
+        let owners: BTreeSet<_> = [
+            r(OwnerKind::ClusterExtension, "a", None),
+            r(OwnerKind::ClusterExtension, "a", None),
+        ]
+        .into_iter()
+        .collect();
+        let found = find_all(&fake, owners).await;
+        assert_eq!(found.len(), 1);
+        assert_eq!(fake.asked.lock().unwrap().len(), 1);
+    }
+}
