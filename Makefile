@@ -232,10 +232,9 @@ test-all: setup fmt-check lint test e2e-tests readme-test race-smoke fuzz-smoke 
 	cluster-olm-smoke cluster-owners
 
 # kubectl single-owner (kubectl-plugin/, docs/owners.md): target/host/kubectl-single_owner; on
-# PATH it is `kubectl single-owner`.
-kubectl-plugin:
-	$(NEED_CLIPPY)
-	$(HOST_CARGO) build --profile host -p kubectl-single-owner
+# PATH it is `kubectl single-owner`. The host build builds it, with the rest of the workspace
+# (the same features, so nothing compiles twice).
+kubectl-plugin: $(HOST)
 
 # The plugin against a real API server of its own (etcd and a kube-apiserver on free ports):
 # KUBE_APISERVER, else the one scripts/kube-apiserver/build.sh builds.
