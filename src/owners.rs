@@ -232,6 +232,13 @@ impl Schemes {
             .map(|x| (x, x.schemes.0 != sa))
     }
 
+    /// Whether an alias joins schemes `sa` and `sb` with `sa` first: an object that carries
+    /// one owner under both is that owner of `sa`'s (the ClusterExtension, not the Helm release
+    /// OLM v1 installs it with; the HelmRelease, not the release helm-controller writes).
+    pub fn leads(&self, sa: usize, sb: usize) -> bool {
+        self.alias(sa, sb).is_some_and(|(_, flip)| !flip)
+    }
+
     /// Whether `a` of scheme `sa` and `b` of scheme `sb` are one owner (`related`: what this
     /// request decided of the aliases by a tool's rule).
     pub fn same_owner(

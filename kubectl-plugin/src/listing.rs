@@ -98,16 +98,33 @@ pub struct Listed {
     pub meta: ObjectMeta,
 }
 
+/// Where the objects of each page go as it arrives. A bounded channel to the judging thread
+/// (the scan): listing waits while it is full, so the pages in flight bound the memory.
+pub trait Sink: Sync {
+    fn take(&self, page: Vec<Listed>) -> impl Future<Output = ()> + Send;
+}
+
+impl Sink for tokio::sync::mpsc::Sender<Vec<Listed>> {
+    async fn take(&self, page: Vec<Listed>) {
+        // A closed channel: the scan stopped judging; nothing more is wanted.
+        let _ = self.send(page).await;
+    }
+}
+
 /// Lists all objects of `types` (in `namespace`, or everywhere; cluster-scoped types are
-/// left out when a namespace is given), keeping those `keep` wants. Returns them in the order
-/// of `types`, and what could not be listed.
+/// left out when a namespace is given), page by page, and hands each object `keep` wants to
+/// `sink` as its page arrives (nothing of a page is kept here). Returns what could not be
+/// listed. A type listed again after its continue token expired hands its objects over again
+/// (the sink sees them twice, with the same uid); a type that fails part way has handed over
+/// the pages before, and is reported.
 pub async fn list_all<S: MetadataSource>(
     source: &S,
     types: &[ResourceType],
     namespace: Option<&str>,
     keep: &(dyn Fn(&ObjectMeta) -> bool + Sync),
+    sink: &impl Sink,
     progress: &Progress,
-) -> (Vec<Listed>, Vec<Skipped>) {
+) -> Vec<Skipped> {
     let types: Vec<Arc<ResourceType>> = (types.iter())
         .filter(|t| namespace.is_none() || t.namespaced)
         .cloned()
@@ -116,7 +133,7 @@ pub async fn list_all<S: MetadataSource>(
     progress.types(types.len());
     let mut results: Vec<_> = stream::iter(types.into_iter().enumerate())
         .map(|(i, ty)| async move {
-            let listed = list_type(source, &ty, namespace, keep, progress).await;
+            let listed = list_type(source, &ty, namespace, keep, sink, progress).await;
             progress.type_done();
             (i, ty, listed)
         })
@@ -124,32 +141,26 @@ pub async fn list_all<S: MetadataSource>(
         .collect()
         .await;
     results.sort_by_key(|(i, ..)| *i);
-    let (mut objects, mut skipped) = (Vec::new(), Vec::new());
-    for (_, ty, listed) in results {
-        match listed {
-            Ok(items) => objects.extend(items.into_iter().map(|meta| Listed {
-                ty: ty.clone(),
-                meta,
-            })),
-            Err(e) => skipped.push(Skipped {
+    (results.into_iter())
+        .filter_map(|(_, ty, listed)| {
+            listed.err().map(|e| Skipped {
                 what: ty.qualified(),
                 reason: format!("cannot be listed: {e:#}"),
-            }),
-        }
-    }
-    (objects, skipped)
+            })
+        })
+        .collect()
 }
 
 async fn list_type<S: MetadataSource>(
     source: &S,
-    ty: &ResourceType,
+    ty: &Arc<ResourceType>,
     namespace: Option<&str>,
     keep: &(dyn Fn(&ObjectMeta) -> bool + Sync),
+    sink: &impl Sink,
     progress: &Progress,
-) -> Result<Vec<ObjectMeta>> {
+) -> Result<()> {
     let mut relists = 0;
     'list: loop {
-        let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
             let page = match source
@@ -164,12 +175,36 @@ async fn list_type<S: MetadataSource>(
                 Err(e) => return Err(e),
             };
             progress.objects(page.items.len());
-            out.extend(page.items.into_iter().filter(|m| keep(m)));
+            let kept: Vec<Listed> = (page.items.into_iter())
+                .filter(|m| keep(m))
+                .map(|meta| Listed {
+                    ty: ty.clone(),
+                    meta: slim(meta),
+                })
+                .collect();
+            if !kept.is_empty() {
+                sink.take(kept).await;
+            }
             match page.next {
                 Some(next) => token = Some(next),
-                None => return Ok(out),
+                None => return Ok(()),
             }
         }
+    }
+}
+
+/// What the scan reads of a kept object's metadata, and nothing else: its `managedFields`,
+/// often most of the metadata, would otherwise stay in memory with every owned object.
+fn slim(meta: ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        annotations: meta.annotations,
+        owner_references: meta.owner_references,
+        ..ObjectMeta::default()
     }
 }
 
@@ -178,6 +213,33 @@ pub mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+
+    struct Collect(std::sync::Mutex<Vec<Listed>>);
+
+    impl Sink for Collect {
+        async fn take(&self, page: Vec<Listed>) {
+            self.0.lock().unwrap().extend(page);
+        }
+    }
+
+    /// Lists into a vector.
+    async fn collect<S: MetadataSource>(
+        source: &S,
+        types: &[ResourceType],
+        namespace: Option<&str>,
+    ) -> (Vec<Listed>, Vec<Skipped>) {
+        let out = Collect(Default::default());
+        let skipped = list_all(
+            source,
+            types,
+            namespace,
+            &|_| true,
+            &out,
+            &Progress::hidden(),
+        )
+        .await;
+        (out.0.into_inner().unwrap(), skipped)
+    }
     use crate::discovery::tests::ty;
 
     /// Pages of objects by type plural; a type listed in `failing` answers with an error.
@@ -252,8 +314,7 @@ pub mod tests {
             ty("", "ConfigMap", "configmaps", true),
             ty("", "Secret", "secrets", true),
         ];
-        let (objects, skipped) =
-            list_all(&fake, &types, None, &|_| true, &Progress::hidden()).await;
+        let (objects, skipped) = collect(&fake, &types, None).await;
         assert_eq!(objects.len(), 5);
         assert_eq!(skipped.len(), 1);
         assert_eq!(skipped[0].what, "secrets");
@@ -273,7 +334,7 @@ pub mod tests {
             ty("", "Namespace", "namespaces", false),
             ty("", "ConfigMap", "configmaps", true),
         ];
-        let (objects, _) = list_all(&fake, &types, Some("a"), &|_| true, &Progress::hidden()).await;
+        let (objects, _) = collect(&fake, &types, Some("a")).await;
         let names: Vec<_> = objects.iter().filter_map(|o| o.meta.name.clone()).collect();
         assert_eq!(names, ["x"]);
     }
@@ -290,13 +351,13 @@ pub mod tests {
             .collect();
         fake.objects.insert("configmaps".into(), cms);
         let types = [ty("", "ConfigMap", "configmaps", true)];
-        let (objects, skipped) =
-            list_all(&fake, &types, None, &|_| true, &Progress::hidden()).await;
-        assert_eq!((objects.len(), skipped.len()), (5, 0));
+        let (objects, skipped) = collect(&fake, &types, None).await;
+        // The first page was handed over twice (the scan keeps one per uid), every object once more.
+        let names: std::collections::BTreeSet<_> =
+            objects.iter().filter_map(|o| o.meta.name.clone()).collect();
+        assert_eq!((objects.len(), names.len(), skipped.len()), (7, 5, 0));
         fake.expiring = 10.into();
-        let (objects, skipped) =
-            list_all(&fake, &types, None, &|_| true, &Progress::hidden()).await;
-        assert_eq!(objects.len(), 0);
+        let (_, skipped) = collect(&fake, &types, None).await;
         assert!(skipped[0].reason.contains("410"), "{:?}", skipped);
     }
 }

@@ -22,7 +22,7 @@
 //! A kind the API server does not serve (its CRD not installed) cannot be checked: reported
 //! as skipped, never as a finding.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -169,19 +169,23 @@ pub trait Lookup: Sync {
     fn find(&self, owner: &OwnerRef) -> impl Future<Output = Found> + Send;
 }
 
-/// Looks each owner up once, several at once.
-pub async fn find_all<L: Lookup>(
+/// Looks each owner up as it arrives, several at once, until the sender is gone (each owner
+/// is sent once).
+pub async fn find_each<L: Lookup>(
     lookup: &L,
-    owners: BTreeSet<OwnerRef>,
+    owners: tokio::sync::mpsc::UnboundedReceiver<OwnerRef>,
 ) -> BTreeMap<OwnerRef, Found> {
-    stream::iter(owners)
-        .map(|o| async move {
-            let found = lookup.find(&o).await;
-            (o, found)
-        })
-        .buffer_unordered(8)
-        .collect()
-        .await
+    stream::unfold(
+        owners,
+        |mut rx| async move { rx.recv().await.map(|o| (o, rx)) },
+    )
+    .map(|o| async move {
+        let found = lookup.find(&o).await;
+        (o, found)
+    })
+    .buffer_unordered(8)
+    .collect()
+    .await
 }
 
 /// The API server, through kube-rs.
@@ -327,16 +331,15 @@ pub mod tests {
     }
 
     #[tokio::test]
-    async fn each_owner_is_looked_up_once() {
+    async fn each_owner_sent_is_looked_up_until_the_sender_is_gone() {
         let fake = Fake::default();
-        let owners: BTreeSet<_> = [
-            r(OwnerKind::ClusterExtension, "a", None),
-            r(OwnerKind::ClusterExtension, "a", None),
-        ]
-        .into_iter()
-        .collect();
-        let found = find_all(&fake, owners).await;
-        assert_eq!(found.len(), 1);
-        assert_eq!(fake.asked.lock().unwrap().len(), 1);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        for name in ["a", "b"] {
+            tx.send(r(OwnerKind::ClusterExtension, name, None)).unwrap();
+        }
+        drop(tx);
+        let found = find_each(&fake, rx).await;
+        assert_eq!(found.len(), 2);
+        assert_eq!(fake.asked.lock().unwrap().len(), 2);
     }
 }

@@ -202,7 +202,7 @@ async fn owners(
         discovered.clone(),
     ));
     let progress = progress::Progress::on_terminal();
-    let (mut outcome, _) =
+    let mut outcome =
         scan::scan(model.clone(), &source, &lookup, cluster, &scope, &progress).await?;
     outcome.skipped.extend(discovered.skipped.iter().cloned());
     outcome.skipped.sort();

@@ -84,10 +84,10 @@ pub struct Object {
     pub meta: ObjectMeta,
 }
 
-impl Object {
-    pub fn of(listed: &Listed) -> Object {
+impl From<Listed> for Object {
+    fn from(listed: Listed) -> Object {
         let ty = &listed.ty;
-        let meta = &listed.meta;
+        let meta = listed.meta;
         Object {
             r: ObjectRef {
                 kind: ty.kind.clone(),
@@ -100,8 +100,14 @@ impl Object {
             group: ty.group.clone(),
             version: ty.version.clone(),
             plural: ty.plural.clone(),
-            meta: meta.clone(),
+            meta,
         }
+    }
+}
+
+impl Object {
+    pub fn of(listed: &Listed) -> Object {
+        Object::from(listed.clone())
     }
 
     /// The object's controller ownerReference.
@@ -147,8 +153,21 @@ impl Object {
         if operation == "UPDATE" {
             request["oldObject"] = object;
         }
-        let settings: Value = serde_json::from_slice(settings).unwrap_or(Value::Null);
-        serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap_or_default()
+        // The settings' bytes as they are (JSON the model wrote): read once per scan by the
+        // rules' cache, never parsed again here.
+        let mut out = Vec::with_capacity(512 + settings.len());
+        out.extend_from_slice(b"{\"request\":");
+        if serde_json::to_writer(&mut out, &request).is_err() {
+            return Vec::new();
+        }
+        out.extend_from_slice(b",\"settings\":");
+        out.extend_from_slice(if settings.is_empty() {
+            b"null"
+        } else {
+            settings
+        });
+        out.push(b'}');
+        out
     }
 }
 

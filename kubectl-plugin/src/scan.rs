@@ -2,7 +2,7 @@
 //! (pages of metadata, the policy's lookups, owner lookups), so the whole scan runs in tests
 //! on fakes.
 
-use std::collections::BTreeSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -11,7 +11,7 @@ use single_owner_policy::cluster::Cluster;
 
 use crate::discovery::{ResourceType, Skipped};
 use crate::findings::{self, Finding, Judged};
-use crate::listing::{MetadataSource, list_all};
+use crate::listing::{Listed, MetadataSource, list_all};
 use crate::lookups::{self, Found, Lookup, OwnerRef};
 use crate::owners::{self, Carried, Filter, Object, OwnerGroup};
 use crate::preset::Model;
@@ -40,10 +40,21 @@ pub struct Scope<'a> {
     pub argocd_namespace: &'a str,
 }
 
-/// An object with its owners, as judged.
-pub struct Scanned {
-    pub object: Object,
-    pub carried: Vec<Carried>,
+/// Pages of objects with owners listed but not yet judged: the bound of the scan's memory
+/// besides what it keeps of each owned object.
+const PAGES_IN_FLIGHT: usize = crate::listing::CONCURRENCY;
+
+/// What is kept of an object with owners once it is judged: its name and its owners, not
+/// its metadata (memory is set by the pages in flight and these, not by the cluster).
+struct Kept {
+    r: owners::ObjectRef,
+    carried: Vec<Carried>,
+    /// Which of the scope's types it was listed as (an object served under two groups is
+    /// kept as the first).
+    ty: usize,
+    judged: Judged,
+    /// The owner objects its keys name.
+    named: Vec<OwnerRef>,
 }
 
 pub async fn scan<S, L, C>(
@@ -53,77 +64,62 @@ pub async fn scan<S, L, C>(
     cluster: Arc<C>,
     scope: &Scope<'_>,
     progress: &Progress,
-) -> Result<(Outcome, Vec<Scanned>)>
+) -> Result<Outcome>
 where
     S: MetadataSource,
     L: Lookup,
     C: Cluster + Send + Sync + 'static,
 {
-    let keep = |m: &_| owners::is_marked(&model, m);
-    let (listed, mut skipped) =
-        list_all(source, scope.types, scope.namespace, &keep, progress).await;
-    progress.finish();
-    let mut scanned = Vec::new();
-    let mut findings = Vec::new();
-    for l in &listed {
-        let object = Object::of(l);
-        let carried = match owners::carried(&model, &object) {
-            Ok(c) => c,
-            Err(e) => {
-                // Unreadable metadata: the policy refuses every write of it.
-                findings.push(Finding {
-                    object: object.r.clone(),
-                    kind: findings::FindingKind::RefusedOnNextWrite,
-                    owners: Vec::new(),
-                    message: e,
-                });
-                continue;
-            }
-        };
-        let ids: Vec<_> = carried.iter().map(|c| c.id.clone()).collect();
-        if carried.is_empty() && object.controller().is_none() || !scope.filter.shows(&ids) {
-            continue;
-        }
-        scanned.push(Scanned { object, carried });
-    }
-    // The rules look up synchronously: judge on a blocking thread.
-    let judged = {
-        let model = model.clone();
-        let work: Vec<(Object, Vec<Carried>)> = (scanned.iter())
-            .map(|s| (s.object.clone(), s.carried.clone()))
-            .collect();
+    // Pages are judged as they arrive, on a blocking thread (the rules look up synchronously),
+    // while the next pages are listed.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<Listed>>(PAGES_IN_FLIGHT);
+    // Each owner named for the first time goes to be looked up at once, while listing goes on.
+    let (owners_tx, owners_rx) = tokio::sync::mpsc::unbounded_channel::<OwnerRef>();
+    let judging = {
+        let (model, filter) = (model.clone(), scope.filter.clone());
+        let order: Vec<ResourceType> = scope.types.to_vec();
+        let argocd = scope.argocd_namespace.to_string();
         tokio::task::spawn_blocking(move || {
-            (work.iter())
-                .map(|(o, c)| {
-                    (
-                        o.r.clone(),
-                        findings::judged(&model, o, c, cluster.as_ref()),
-                    )
-                })
-                .collect::<Vec<_>>()
+            let judge = Judge {
+                model: &model,
+                filter: &filter,
+                order: &order,
+                argocd_namespace: &argocd,
+                cluster: cluster.as_ref(),
+            };
+            judge.all(rx, owners_tx)
         })
-        .await
-        .context("judging the objects failed")?
     };
-    for (object, judged) in judged {
-        match judged {
+    let keep = |m: &_| owners::is_marked(&model, m);
+    let listing = async {
+        let skipped = list_all(source, scope.types, scope.namespace, &keep, &tx, progress).await;
+        // The judging thread ends with the last page, and with it the owners to look up.
+        drop(tx);
+        skipped
+    };
+    let (mut skipped, found) = tokio::join!(listing, lookups::find_each(lookup, owners_rx));
+    progress.finish();
+    let (kept, mut findings) = judging.await.context("judging the objects failed")?;
+    let mut split = Vec::with_capacity(kept.len());
+    for k in &kept {
+        split.push(false);
+        match &k.judged {
             Judged::Accepted => {}
-            Judged::Refused(f) => findings.push(f),
+            Judged::Refused(f) => {
+                // Objects the rules found to carry two owners are listed under both.
+                if let Some(last) = split.last_mut() {
+                    *last = f.kind == findings::FindingKind::TwoOwners;
+                }
+                findings.push(f.clone());
+            }
             Judged::Unchecked(why) => skipped.push(Skipped {
-                what: object.described(),
+                what: k.r.described(),
                 reason: format!("the policy's lookup failed, its owners cannot be checked: {why}"),
             }),
         }
-    }
-    let named: Vec<Vec<OwnerRef>> = (scanned.iter())
-        .map(|s| lookups::named(&s.carried, scope.argocd_namespace))
-        .collect();
-    let all: BTreeSet<OwnerRef> = named.iter().flatten().cloned().collect();
-    let found = lookups::find_all(lookup, all).await;
-    for (s, refs) in scanned.iter().zip(&named) {
-        for r in refs {
+        for r in &k.named {
             if let Some(Found::Gone) = found.get(r) {
-                findings.push(findings::gone(&s.object.r, &s.carried, r));
+                findings.push(findings::gone(&k.r, &k.carried, r));
             }
         }
     }
@@ -139,26 +135,118 @@ where
     findings.dedup();
     skipped.sort();
     skipped.dedup();
-    let owned: Vec<(owners::ObjectRef, Vec<owners::OwnerId>)> = (scanned.iter())
-        .map(|s| {
-            (
-                s.object.r.clone(),
-                s.carried.iter().map(|c| c.id.clone()).collect(),
-            )
-        })
+    let owned: Vec<(&owners::ObjectRef, Vec<owners::OwnerId>)> = (kept.iter().zip(&split))
+        .map(|(k, &split)| (&k.r, listed_under(&model, &k.carried, split)))
         .collect();
     let groups = owners::group(
-        owned.iter().map(|(r, ids)| (r, ids.as_slice())),
+        owned.iter().map(|(r, ids)| (*r, ids.as_slice())),
         scope.filter,
     );
-    Ok((
-        Outcome {
-            owners: groups,
-            findings,
-            skipped,
-        },
-        scanned,
-    ))
+    Ok(Outcome {
+        owners: groups,
+        findings,
+        skipped,
+    })
+}
+
+/// What judges the objects listed: the model, the scope, and the cluster the rules look up in.
+struct Judge<'a> {
+    model: &'a Model,
+    filter: &'a Filter,
+    order: &'a [ResourceType],
+    argocd_namespace: &'a str,
+    cluster: &'a dyn Cluster,
+}
+
+impl Judge<'_> {
+    /// Reads the owners of each object listed and judges it, as the pages arrive; sends each
+    /// owner object named for the first time to `owners`; returns the objects with owners,
+    /// and the findings of unreadable metadata.
+    fn all(
+        &self,
+        mut pages: tokio::sync::mpsc::Receiver<Vec<Listed>>,
+        owners: tokio::sync::mpsc::UnboundedSender<OwnerRef>,
+    ) -> (Vec<Kept>, Vec<Finding>) {
+        let mut kept: Vec<Kept> = Vec::new();
+        let mut findings = Vec::new();
+        // One object served under two groups (Ingress under extensions/v1beta1 and
+        // networking.k8s.io/v1 before Kubernetes 1.22; Events under core and events.k8s.io)
+        // is listed twice, with one uid: it is kept once, as the first of the types (an
+        // object listed again after an expired continue token, too).
+        let mut by_uid: HashMap<String, usize> = HashMap::new();
+        let mut asked: HashSet<OwnerRef> = HashSet::new();
+        while let Some(page) = pages.blocking_recv() {
+            for l in page {
+                let ty = (self.order.iter().position(|t| *t == *l.ty)).unwrap_or(usize::MAX);
+                let uid = l.meta.uid.clone().filter(|u| !u.is_empty());
+                let at = uid.as_ref().and_then(|u| by_uid.get(u).copied());
+                if at.is_some_and(|i| kept.get(i).is_some_and(|k| k.ty <= ty)) {
+                    continue;
+                }
+                let Some(k) = self.one(Object::from(l), ty, &mut findings) else {
+                    continue;
+                };
+                for r in &k.named {
+                    if asked.insert(r.clone()) {
+                        let _ = owners.send(r.clone());
+                    }
+                }
+                match at.and_then(|i| kept.get_mut(i)) {
+                    Some(slot) => *slot = k,
+                    None => {
+                        if let Some(uid) = uid {
+                            by_uid.insert(uid, kept.len());
+                        }
+                        kept.push(k);
+                    }
+                }
+            }
+        }
+        (kept, findings)
+    }
+
+    /// One object: `None` when it has no owner the scope shows.
+    fn one(&self, object: Object, ty: usize, findings: &mut Vec<Finding>) -> Option<Kept> {
+        let carried = match owners::carried(self.model, &object) {
+            Ok(c) => c,
+            Err(e) => {
+                // Unreadable metadata: the policy refuses every write of it.
+                findings.push(Finding {
+                    object: object.r.clone(),
+                    kind: findings::FindingKind::RefusedOnNextWrite,
+                    owners: Vec::new(),
+                    message: e,
+                });
+                return None;
+            }
+        };
+        let ids: Vec<_> = carried.iter().map(|c| c.id.clone()).collect();
+        if carried.is_empty() && object.controller().is_none() || !self.filter.shows(&ids) {
+            return None;
+        }
+        let judged = findings::judged(self.model, &object, &carried, self.cluster);
+        Some(Kept {
+            named: lookups::named(&carried, self.argocd_namespace),
+            r: object.r,
+            carried,
+            ty,
+            judged,
+        })
+    }
+}
+
+/// The owners an object is listed under: each it carries, but where aliased schemes' keys
+/// name one owner (the rules did not find two), only the alias's first scheme's.
+fn listed_under(model: &Model, carried: &[Carried], split: bool) -> Vec<owners::OwnerId> {
+    (carried.iter())
+        .filter(|c| {
+            split
+                || !(carried.iter()).any(|lead| {
+                    lead.scheme != c.scheme && model.schemes.leads(lead.scheme, c.scheme)
+                })
+        })
+        .map(|c| c.id.clone())
+        .collect()
 }
 
 #[cfg(test)]
@@ -223,6 +311,16 @@ pub mod tests {
                         ("argocd.argoproj.io/tracking-id", "shop:/ConfigMap:apps/two"),
                     ],
                 ),
+                // OLM v1's Helm applier: its release annotations name the same extension.
+                annotated(
+                    Some("apps"),
+                    "olm-helm",
+                    &olm("cm"),
+                    &[
+                        ("meta.helm.sh/release-name", "cm"),
+                        ("meta.helm.sh/release-namespace", "apps"),
+                    ],
+                ),
                 annotated(Some("apps"), "orphan", &olm("gone"), &[]),
                 annotated(
                     Some("apps"),
@@ -234,9 +332,15 @@ pub mod tests {
         );
         fake.objects
             .insert("namespaces".into(), vec![meta(None, "apps", &[])]);
+        // One Ingress under two groups, as before Kubernetes 1.22: one object, one uid.
+        let mut ingress = annotated(Some("apps"), "web", &olm("cm"), &[]);
+        ingress.uid = Some("ingress-uid".into());
+        fake.objects.insert("ingresses".into(), vec![ingress]);
         let types = vec![
             ty("", "ConfigMap", "configmaps", true),
             ty("", "Namespace", "namespaces", false),
+            ty("networking.k8s.io", "Ingress", "ingresses", true),
+            ty("extensions", "Ingress", "ingresses", true),
         ];
         let r = |kind, name: &str, ns: Option<&str>| OwnerRef {
             kind,
@@ -262,7 +366,7 @@ pub mod tests {
             filter,
             argocd_namespace: "argocd",
         };
-        let (outcome, _) = scan(
+        scan(
             Arc::new(all_tools()),
             &fake,
             &lookup,
@@ -271,8 +375,7 @@ pub mod tests {
             &Progress::hidden(),
         )
         .await
-        .unwrap();
-        outcome
+        .unwrap()
     }
 
     #[tokio::test]
@@ -317,6 +420,32 @@ pub mod tests {
             .map(|f| f.object.name.as_str())
             .collect();
         assert_eq!(found, ["two"]);
+    }
+
+    #[tokio::test]
+    async fn one_owner_under_aliased_schemes_is_listed_once_two_under_both() {
+        let outcome = run(&Filter::default()).await;
+        let under = |name: &str| -> Vec<String> {
+            (outcome.owners.iter())
+                .filter(|g| g.objects.iter().any(|o| o.name == name))
+                .map(|g| format!("{} {:?}", g.tool, g.owner.values().collect::<Vec<_>>()))
+                .collect()
+        };
+        // The ClusterExtension's, not also a Helm release's.
+        assert_eq!(under("olm-helm"), [r#"olm-v1 ["ClusterExtension", "cm"]"#]);
+        // Served under two groups, listed once.
+        assert_eq!(under("web"), [r#"olm-v1 ["ClusterExtension", "cm"]"#]);
+        let web = outcome
+            .owners
+            .iter()
+            .flat_map(|g| &g.objects)
+            .filter(|o| o.name == "web");
+        assert_eq!(web.count(), 1);
+        // Two owners: under both.
+        assert_eq!(
+            under("two"),
+            [r#"argocd ["shop"]"#, r#"helm ["web", "apps"]"#]
+        );
     }
 
     #[test]
