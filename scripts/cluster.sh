@@ -210,6 +210,7 @@ EOF
   kubectl apply -f "$dir/webhooks.json" >&2
   # The API servers see a new webhook configuration through their informers: wait until each
   # one has called the backend once (a dry-run create of an object every preset selects).
+  [ -n "$probe_file" ] || probe_manifest "${manifests[@]}" >"$dir/probe.yaml"
   for i in $(seq 1 "$apiservers"); do
     wait_for 30 "the webhooks of kube-apiserver $i" probe "$i" ||
       die "kube-apiserver $i never called the webhook backend"
@@ -217,9 +218,44 @@ EOF
   log "up: $apiservers kube-apiserver(s) (Kubernetes 1.$minor) on etcd :$etcd_port, ${#manifests[@]} policies; source $dir/env"
 }
 
+# probe_manifest MANIFEST...: a ConfigMap that the webhooks of every given preset select: the
+# keys of each preset's objectSelector (Exists, In, matchLabels) and the owner keys of its
+# settings (ownerLabels, ownerAnnotations, of the one-tool form and of every scheme, which its
+# matchConditions look for), besides the keys of every tool the default probe always carried.
+probe_manifest() {
+  python3 - "$@" <<'PY'
+import json, sys, yaml
+labels = {"olm.operatorframework.io/owner-name": "probe", "kustomize.toolkit.fluxcd.io/name": "probe",
+          "app.kubernetes.io/instance": "probe"}
+annotations = {"meta.helm.sh/release-name": "probe",
+               "argocd.argoproj.io/tracking-id": "probe:/ConfigMap:default/single-owner-probe"}
+for path in sys.argv[1:]:
+    for doc in yaml.safe_load_all(open(path)):
+        if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
+            continue
+        spec = doc["spec"]
+        selector = spec.get("objectSelector") or {}
+        labels.update({k: str(v) for k, v in (selector.get("matchLabels") or {}).items()})
+        for e in selector.get("matchExpressions") or []:
+            if e.get("operator") == "Exists":
+                labels.setdefault(e["key"], "probe")
+            elif e.get("operator") == "In" and e.get("values"):
+                labels[e["key"]] = str(e["values"][0])
+        settings = spec.get("settings") or {}
+        for scheme in [settings] + list(settings.get("schemes") or []):
+            for k in scheme.get("ownerLabels") or []:
+                labels.setdefault(k, "probe")
+            for k in scheme.get("ownerAnnotations") or []:
+                annotations.setdefault(k, "probe")
+print(json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "single-owner-probe", "namespace": "default",
+                               "labels": labels, "annotations": annotations}}))
+PY
+}
+
 # probe I: a server-side dry-run CREATE through kube-apiserver I, of an object that every
-# preset selects (or of the --probe manifest), reaches the backend (policy-host serve logs
-# each request it answers).
+# preset selects (probe_manifest's, or the --probe manifest), reaches the backend (policy-host
+# serve logs each request it answers).
 probe() {
   if [ -n "${POLICY_SERVER:-}" ]; then
     # policy-server's log format is its own: give the informers the time they take here.
@@ -228,19 +264,7 @@ probe() {
   fi
   local before
   before="$(wc -l <"$dir/requests.jsonl")"
-  if [ -n "$probe_file" ]; then
-    kubectl --kubeconfig "$dir/kubeconfig-$1" apply --dry-run=server -f "$probe_file" >/dev/null 2>&1 || true
-  else
-    kubectl --kubeconfig "$dir/kubeconfig-$1" apply --dry-run=server -f - >/dev/null 2>&1 <<EOF || true
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: single-owner-probe
-  namespace: default
-  labels: {olm.operatorframework.io/owner-name: probe, kustomize.toolkit.fluxcd.io/name: probe, app.kubernetes.io/instance: probe}
-  annotations: {meta.helm.sh/release-name: probe, argocd.argoproj.io/tracking-id: "probe:/ConfigMap:default/single-owner-probe"}
-EOF
-  fi
+  kubectl --kubeconfig "$dir/kubeconfig-$1" apply --dry-run=server -f "${probe_file:-$dir/probe.yaml}" >/dev/null 2>&1 || true
   [ "$(wc -l <"$dir/requests.jsonl")" -gt "$before" ]
 }
 
