@@ -91,7 +91,9 @@ impl Failure {
             Failure::Capability
         } else if message.contains("has not been granted access to Kubernetes ") {
             Failure::Kind
-        } else if message.contains("Cannot find ") && message.contains(" named '") {
+        } else if (message.contains("Cannot find ") && message.contains(" named '"))
+            || message.ends_with(ABSENT)
+        {
             Failure::NotFound
         } else {
             Failure::Other
@@ -112,7 +114,10 @@ impl Failure {
                 "List the kind in the policy's contextAwareResources (the \
                  ClusterAdmissionPolicy's spec, as in deploy/)."
             }
-            Failure::NotFound => "Retry once the object exists.",
+            Failure::NotFound => {
+                "Nothing is to grant: the object does not exist. If it is being created, \
+                 retry once it exists."
+            }
             Failure::Other => {
                 "Let the policy server read the kind (get and list for its service account: \
                  deploy/rbac/lookups.yaml), or retry once the API server answers."
@@ -219,6 +224,21 @@ impl Cluster for Remembered<'_> {
 }
 
 /// Where a lookup is described in messages: `ClusterServiceVersion "x" in namespace "y"`.
+/// What a rule says of a lookup that did not find what it asked for: an object that does not
+/// exist is an answer (`<Kind> "name" ... does not exist`, which `Failure::of` reads as
+/// `NotFound`, and each rule words what it means for the write); anything else is a failure
+/// to check, in the host's words.
+pub fn missed(what: &Get, host: &str) -> String {
+    if Failure::of(host) == Failure::NotFound {
+        format!("{}{ABSENT}", described(what))
+    } else {
+        format!("the lookup of {} failed: {host}", described(what))
+    }
+}
+
+/// How `missed` ends the words of an object that does not exist.
+const ABSENT: &str = " does not exist";
+
 pub fn described(what: &Get) -> String {
     match what.namespace {
         Some(ns) => format!(

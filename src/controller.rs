@@ -102,6 +102,17 @@ pub fn judge(j: &Judging, subject: &Subject, old: Option<&Marks>, new: &Marks) -
     let owners = new.owners(j.schemes);
     let extension = |r: &Reference| {
         olm_v1::extension_of(j.cluster, (r.api_version, r.kind, r.name)).map_err(|e| {
+            if crate::cluster::Failure::of(&e) == crate::cluster::Failure::NotFound {
+                return Verdict::reject(message!(
+                    subject,
+                    ": its controller ownerReference ",
+                    *r,
+                    " names no ClusterExtension: ",
+                    e.trim_end_matches('.'),
+                    ". Write the controller reference of the extension the keys name, or of \
+                     one of its revisions that exists.",
+                ));
+            }
             Verdict::reject(message!(
                 subject,
                 ": which ClusterExtension its controller ownerReference ",

@@ -201,6 +201,17 @@ impl Rules {
 
 /// The refusal of a write whose owners a tool's rule could not relate: a lookup failed.
 fn cannot_relate(subject: &Subject, why: &str) -> String {
+    if crate::cluster::Failure::of(why) == crate::cluster::Failure::NotFound {
+        return message!(
+            subject,
+            " carries the keys of two tools that one tool's rule relates, and they name two \
+             owners: ",
+            why.trim_end_matches('.'),
+            ", so no release of the tool's is named by its keys. Write the object once that \
+             owner exists (helm-controller installs a HelmRelease's release after it is \
+             created), or with one tool's keys.",
+        );
+    }
     message!(
         subject,
         " carries the keys of two tools that one tool's rule relates, and whether they name one \

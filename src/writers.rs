@@ -143,16 +143,32 @@ fn check(
         ". Make the write as one of them, or bind ",
         WriterName(&writer),
         " to that owner in the policy's bindings.",
-        looked_up.as_ref().map(
-            |_| " The owner's installer could not be looked up, and the \
-                                    policy refuses what it cannot check: "
-        ),
+        looked_up.as_deref().map(installer_missed),
         looked_up.as_deref().map(|e| e.trim_end_matches('.')),
         looked_up.as_ref().map(|_| ". "),
-        looked_up
-            .as_deref()
-            .map(|e| crate::cluster::Failure::of(e).remedy()),
+        looked_up.as_deref().map(installer_remedy),
     )))
+}
+
+/// How a refusal introduces an installer lookup that did not answer: an owner that does not
+/// exist names no installer (an answer); any other failure is one to check.
+fn installer_missed(e: &str) -> &'static str {
+    match crate::cluster::Failure::of(e) {
+        crate::cluster::Failure::NotFound => " The owner names no installer: ",
+        _ => {
+            " The owner's installer could not be looked up, and the policy refuses what it \
+             cannot check: "
+        }
+    }
+}
+
+fn installer_remedy(e: &str) -> &'static str {
+    match crate::cluster::Failure::of(e) {
+        crate::cluster::Failure::NotFound => {
+            "While it does not exist, only the writers the bindings name may write its objects."
+        }
+        failure => failure.remedy(),
+    }
 }
 
 /// Whether `writer` is the installer the owner names, by its scheme's tool (`Err`: the lookup

@@ -273,8 +273,9 @@ fn helm_controller_names_the_release(
     match (one, asked.first()) {
         (true, _) => answer.accepted(&[]),
         (false, Some(&"HelmRelease gone")) => answer.refused(&[
-            "whether they name one owner cannot be decided",
-            "Cannot find helm.toolkit.fluxcd.io/v2/HelmRelease named 'gone'",
+            // Not found is an answer: the HelmRelease does not exist, so they are two.
+            "and they name two owners: HelmRelease \"gone\" in namespace \"apps\" \
+             (helm.toolkit.fluxcd.io/v2) does not exist, so no release of the tool's is named",
         ]),
         (false, _) => answer.refused(&[
             "would be created with the owners of two tools",
@@ -472,4 +473,42 @@ fn the_tools_settings_say_what_to_fix(#[case] settings: Value, #[case] message: 
     assert!(!answer.valid);
     let got = answer.message.unwrap_or_default();
     assert!(got.contains(message), "{got:?} lacks {message:?}");
+}
+
+// --- A lookup that finds nothing is an answer (the owner does not exist, and what that means
+// for the write); only a lookup that fails says the policy could not check, and what to grant.
+
+#[rstest]
+#[case::olm_v0_no_such_csv(
+    all_tools(),
+    request("UPDATE", ("Deployment", Some("cert-manager")), OLM, Some(csv_labels("cm.v1")), Some(csv_labels("some-other.v1.0.0"))),
+    "The new owner does not replace the current one by olm-v0's upgrade rule (its replacement chain: \
+     ClusterServiceVersion \"some-other.v1.0.0\" in namespace \"cert-manager\" (operators.coreos.com/v1alpha1) does not exist)"
+)]
+#[case::helm_controller_no_such_helm_release(
+    all_tools(),
+    request("CREATE", ("ConfigMap", Some("apps")), HC, None, Some(flux_helm("gone", "apps", "web", "apps"))),
+    "they name two owners: HelmRelease \"gone\" in namespace \"apps\" (helm.toolkit.fluxcd.io/v2) does not exist"
+)]
+#[case::olm_v1_no_such_extension(
+    identity_settings(),
+    request("CREATE", ("ServiceAccount", Some("gone-system")), "system:serviceaccount:gone-system:installer", None, Some(extension("gone"))),
+    "The owner names no installer: ClusterExtension \"gone\" (olm.operatorframework.io/v1) does not exist. \
+     While it does not exist, only the writers the bindings name may write its objects."
+)]
+fn a_lookup_that_finds_nothing_says_the_owner_does_not_exist(
+    #[case] settings: Value,
+    #[case] r: Value,
+    #[case] says: &str,
+) {
+    let cluster = csvs();
+    let answer = judge(&settings, r, &cluster);
+    answer.refused(&[says]);
+    let message = answer.0.message.unwrap_or_default();
+    for asks in ["could not be checked", "Grant", "deploy/rbac/lookups.yaml"] {
+        assert!(
+            !message.contains(asks),
+            "{message:?} asks for a grant ({asks:?})"
+        );
+    }
 }

@@ -165,7 +165,7 @@ const TWO: &[&str] = &[
     Refuse(&["ClusterObjectSet \"orphan-1\" (olm.operatorframework.io/v1) names no ClusterExtension",
         "the policy refuses what it cannot check"]), &["ClusterObjectSet orphan-1"])]
 #[case::revision_not_found(None, extensions(Some("a"), &[controller("ClusterObjectSet", "a-9")]),
-    Refuse(&["the lookup of ClusterObjectSet \"a-9\" (olm.operatorframework.io/v1) failed: Cannot find"]),
+    Refuse(&["names no ClusterExtension: ClusterObjectSet \"a-9\" (olm.operatorframework.io/v1) does not exist. Write the controller reference"]),
     &["ClusterObjectSet a-9"])]
 fn the_controller_names_the_owner_the_keys_name(
     #[case] old: Option<Value>,

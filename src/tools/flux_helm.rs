@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
 
-use crate::cluster::{Cluster, Get, described, fields};
+use crate::cluster::{Cluster, Get, described, fields, missed};
 
 /// helm-controller's labels, naming the HelmRelease.
 pub const NAME: &str = "helm.toolkit.fluxcd.io/name";
@@ -84,9 +84,7 @@ pub fn release_of(cluster: &dyn Cluster, helm_release: Named) -> Result<(String,
         name: helm_release.name,
         namespace: Some(helm_release.namespace),
     };
-    let found = cluster
-        .get(&get)
-        .map_err(|e| format!("the lookup of {} failed: {e}", described(&get)))?;
+    let found = cluster.get(&get).map_err(|e| missed(&get, &e))?;
     let read = fields(
         &found,
         &[&["spec", "releaseName"], &["spec", "targetNamespace"]],

@@ -19,7 +19,7 @@
 //! alone, names no namespace: then B is found by name across the cluster (its copies in
 //! target namespaces, labelled `olm.copiedFrom`, left out).
 
-use crate::cluster::{Cluster, Get, List, described, fields, items};
+use crate::cluster::{Cluster, Failure, Get, List, described, fields, items, missed};
 
 pub const OWNER: &str = "olm.owner";
 pub const OWNER_NAMESPACE: &str = "olm.owner.namespace";
@@ -75,9 +75,14 @@ pub fn replaces(cluster: &dyn Cluster, from: Csv, to: Csv) -> Result<Chain, Stri
                 name: new,
                 namespace: Some(namespace),
             };
-            let found = cluster
-                .get(&get)
-                .map_err(|e| format!("the lookup of {} failed: {e}", described(&get)))?;
+            let found = match cluster.get(&get) {
+                Ok(found) => found,
+                // No such CSV: none replaces the owner (an answer, not a failure to check).
+                Err(e) if Failure::of(&e) == Failure::NotFound => {
+                    return Ok(Chain::Without(missed(&get, &e)));
+                }
+                Err(e) => return Err(missed(&get, &e)),
+            };
             let read = fields(&found, &[REPLACES])
                 .map_err(|e| format!("{} cannot be read: {e}", described(&get)))?;
             vec![(namespace.to_string(), replaces_of(read))]
@@ -131,6 +136,10 @@ pub fn replaces(cluster: &dyn Cluster, from: Csv, to: Csv) -> Result<Chain, Stri
                 Ok(Ok(read)) => replaced = replaces_of(read),
                 Ok(Err(e)) => {
                     walked.push(format!("{} cannot be read: {e}", described(&get)));
+                    break;
+                }
+                Err(e) if Failure::of(&e) == Failure::NotFound => {
+                    walked.push(missed(&get, &e));
                     break;
                 }
                 Err(e) => {

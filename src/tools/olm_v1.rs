@@ -25,7 +25,7 @@
 //! write (package-operator/boxcutter v0.14.0 `machinery/objects.go`). A revision's name is not
 //! trusted to name its extension: it is looked up.
 
-use crate::cluster::{Cluster, Get, described, fields};
+use crate::cluster::{Cluster, Get, described, fields, missed};
 
 /// operator-controller's label naming the ClusterExtension that owns an object.
 pub const OWNER_NAME: &str = "olm.operatorframework.io/owner-name";
@@ -73,9 +73,7 @@ pub fn installer(cluster: &dyn Cluster, extension: &str) -> Result<Installer, St
         name: extension,
         namespace: None,
     };
-    let found = cluster
-        .get(&get)
-        .map_err(|e| format!("the lookup of {} failed: {e}", described(&get)))?;
+    let found = cluster.get(&get).map_err(|e| missed(&get, &e))?;
     let read = fields(
         &found,
         &[&["spec", "serviceAccount", "name"], &["spec", "namespace"]],
@@ -117,9 +115,7 @@ pub fn extension_of(
                 name,
                 namespace: None,
             };
-            let found = cluster
-                .get(&get)
-                .map_err(|e| format!("the lookup of {} failed: {e}", described(&get)))?;
+            let found = cluster.get(&get).map_err(|e| missed(&get, &e))?;
             let read = fields(&found, &[&["metadata", "labels", OWNER_NAME]])
                 .map_err(|e| format!("{} cannot be read: {e}", described(&get)))?;
             match read.into_iter().next().flatten() {
