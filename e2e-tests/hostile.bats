@@ -92,7 +92,7 @@ setup_file() {
   assert_success
   echo "$output" >&3
   assert_line --partial 'call 1: guest linear memory'
-  assert_line --partial 'call 1000: guest linear memory'
+  assert_line --partial 'call 10000: guest linear memory'
   assert_line --partial 'call 100000: guest linear memory'
   assert_output --partial 'every answer equal to a fresh instance'
 }
