@@ -18,14 +18,7 @@ PLUGIN="${PLUGIN:-$ROOT/target/host/kubectl-single_owner}"
 HERE="$BATS_TEST_DIRNAME"
 
 log() { echo "owners.bats: $*" >&2; }
-# shellcheck source=scripts/processes.bash
-source "$ROOT/scripts/processes.bash"
-
-apiserver_binary() {
-  if [ -n "${KUBE_APISERVER:-}" ]; then echo "$KUBE_APISERVER"; return; fi
-  local cached="${SINGLE_OWNER_CACHE:-$HOME/.cache/single-owner-policy}/kube-apiserver-debian/kube-apiserver"
-  [ -x "$cached" ] && echo "$cached"
-}
+source "$BATS_TEST_DIRNAME/control-plane.bash"
 
 setup_file() {
   local apiserver
@@ -35,56 +28,8 @@ setup_file() {
     return 0
   fi
   [ -x "$PLUGIN" ] || { echo "no plugin at $PLUGIN (make kubectl-plugin)" >&2; return 1; }
-  local dir="$BATS_FILE_TMPDIR/cluster" c
-  mkdir -p "$dir/pids" "$dir/certs"
-  c="$dir/certs"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=owners-test-ca" -keyout "$c/ca.key" -out "$c/ca.crt" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=apiserver" -keyout "$c/apiserver.key" -out "$c/apiserver.csr" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$c/apiserver.ext"
-  openssl x509 -req -in "$c/apiserver.csr" -CA "$c/ca.crt" -CAkey "$c/ca.key" -CAcreateserial -days 1 \
-    -extfile "$c/apiserver.ext" -out "$c/apiserver.crt" 2>/dev/null
-  openssl genrsa -out "$c/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$c/sa.key" -pubout -out "$c/sa.pub" 2>/dev/null
-  local token auditor narrow etcd_port port
-  token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-  auditor="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-  narrow="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-  printf '%s,admin,admin-uid,system:masters\n%s,auditor,auditor-uid,single-owner:auditors\n%s,narrow,narrow-uid,single-owner:narrow\n' \
-    "$token" "$auditor" "$narrow" >"$dir/tokens.csv"
-  etcd_port="$(free_port)"
-  start_in "$dir/pids" etcd "$dir/etcd.log" etcd --name owners --data-dir "$dir/etcd" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$(free_port)" --log-level error
-  wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" || { tail -5 "$dir/etcd.log" >&2; return 1; }
-  port="$(free_port)"
-  start_in "$dir/pids" apiserver "$dir/apiserver.log" "$apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --endpoint-reconciler-type none \
-    --secure-port "$port" --tls-cert-file "$c/apiserver.crt" --tls-private-key-file "$c/apiserver.key" \
-    --client-ca-file "$c/ca.crt" --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
-    --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$c/sa.pub" \
-    --service-account-signing-key-file "$c/sa.key" --service-cluster-ip-range 10.96.0.0/16
-  wait_for 90 kube-apiserver curl -sf --cacert "$c/ca.crt" -H "Authorization: Bearer $token" \
-    "https://127.0.0.1:$port/readyz" || { tail -5 "$dir/apiserver.log" >&2; return 1; }
-  local user
-  for user in admin auditor narrow; do
-    local t="$token"
-    [ "$user" = auditor ] && t="$auditor"
-    [ "$user" = narrow ] && t="$narrow"
-    cat >"$dir/kubeconfig-$user" <<EOC
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {server: "https://127.0.0.1:$port", certificate-authority: "$c/ca.crt"}
-users:
-- name: $user
-  user: {token: "$t"}
-contexts:
-- name: $user
-  context: {cluster: local, user: $user, namespace: apps}
-current-context: $user
-EOC
-  done
+  local dir="$BATS_FILE_TMPDIR/cluster"
+  control_plane_up "$apiserver" "$dir" apps "admin:system:masters" "auditor:single-owner:auditors" "narrow:single-owner:narrow"
   export KUBECONFIG="$dir/kubeconfig-admin"
   export AUDITOR_KUBECONFIG="$dir/kubeconfig-auditor"
   export NARROW_KUBECONFIG="$dir/kubeconfig-narrow"
@@ -133,11 +78,7 @@ EOY
 }
 
 teardown_file() {
-  local f
-  for f in "$BATS_FILE_TMPDIR"/cluster/pids/apiserver.pid "$BATS_FILE_TMPDIR"/cluster/pids/etcd.pid; do
-    [ -f "$f" ] && stop_pid_file "$f"
-  done
-  return 0
+  control_plane_down "$BATS_FILE_TMPDIR/cluster"
 }
 
 setup() {
