@@ -3,6 +3,7 @@
 # suite's cluster), with one token user per USER:GROUP. Sourced; the caller defines `log`.
 # shellcheck source=scripts/processes.bash
 source "$ROOT/scripts/processes.bash"
+PLUGIN="${PLUGIN:-$ROOT/target/host/kubectl-single_owner}"
 
 # apiserver_binary: $KUBE_APISERVER, else the one scripts/kube-apiserver/build.sh caches; none:
 # nothing (the suite skips).
@@ -66,6 +67,21 @@ contexts:
 current-context: $user
 EOC
   done
+}
+
+# plugin_suite_up NAMESPACE USER:GROUP...: a suite's setup_file: without a kube-apiserver or
+# etcd, sets SKIP_ALL (every test skips, saying why); without the plugin, fails; else starts the
+# control plane in $BATS_FILE_TMPDIR/cluster and exports KUBECONFIG, the first user's.
+plugin_suite_up() {
+  local apiserver dir="$BATS_FILE_TMPDIR/cluster" first="${2%%:*}"
+  apiserver="$(apiserver_binary || true)"
+  if [ -z "$apiserver" ] || ! command -v etcd >/dev/null; then
+    export SKIP_ALL="no kube-apiserver (set KUBE_APISERVER) or no etcd"
+    return 0
+  fi
+  [ -x "$PLUGIN" ] || { echo "no plugin at $PLUGIN (make kubectl-plugin)" >&2; return 1; }
+  control_plane_up "$apiserver" "$dir" "$@"
+  export KUBECONFIG="$dir/kubeconfig-$first"
 }
 
 # control_plane_down DIR: stops what control_plane_up started.

@@ -16,23 +16,15 @@ load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
 ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
-PLUGIN="${PLUGIN:-$ROOT/target/host/kubectl-single_owner}"
 HERE="$BATS_TEST_DIRNAME"
 
 log() { echo "corpus.bats: $*" >&2; }
 source "$BATS_TEST_DIRNAME/control-plane.bash"
 
 setup_file() {
-  local apiserver
-  apiserver="$(apiserver_binary || true)"
-  if [ -z "$apiserver" ] || ! command -v etcd >/dev/null; then
-    export SKIP_ALL="no kube-apiserver (set KUBE_APISERVER) or no etcd"
-    return 0
-  fi
-  [ -x "$PLUGIN" ] || { echo "no plugin at $PLUGIN (make kubectl-plugin)" >&2; return 1; }
+  plugin_suite_up default "admin:system:masters" || return 1
+  [ -z "${SKIP_ALL:-}" ] || return 0
   local dir="$BATS_FILE_TMPDIR/cluster"
-  control_plane_up "$apiserver" "$dir" default "admin:system:masters"
-  export KUBECONFIG="$dir/kubeconfig-admin"
   export SEED="$BATS_FILE_TMPDIR/seed.yaml" EXPECTED="$BATS_FILE_TMPDIR/expected.json"
   # The owner and report kinds of crds.yaml, then the corpus' own owner and looked-up kinds
   # (ClusterServiceVersion, ClusterObjectSet, HelmChart, Application) and the stand-in that

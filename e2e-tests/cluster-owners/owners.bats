@@ -14,23 +14,15 @@ load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
 ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
-PLUGIN="${PLUGIN:-$ROOT/target/host/kubectl-single_owner}"
 HERE="$BATS_TEST_DIRNAME"
 
 log() { echo "owners.bats: $*" >&2; }
 source "$BATS_TEST_DIRNAME/control-plane.bash"
 
 setup_file() {
-  local apiserver
-  apiserver="$(apiserver_binary || true)"
-  if [ -z "$apiserver" ] || ! command -v etcd >/dev/null; then
-    export SKIP_ALL="no kube-apiserver (set KUBE_APISERVER) or no etcd"
-    return 0
-  fi
-  [ -x "$PLUGIN" ] || { echo "no plugin at $PLUGIN (make kubectl-plugin)" >&2; return 1; }
+  plugin_suite_up apps "admin:system:masters" "auditor:single-owner:auditors" "narrow:single-owner:narrow" || return 1
+  [ -z "${SKIP_ALL:-}" ] || return 0
   local dir="$BATS_FILE_TMPDIR/cluster"
-  control_plane_up "$apiserver" "$dir" apps "admin:system:masters" "auditor:single-owner:auditors" "narrow:single-owner:narrow"
-  export KUBECONFIG="$dir/kubeconfig-admin"
   export AUDITOR_KUBECONFIG="$dir/kubeconfig-auditor"
   export NARROW_KUBECONFIG="$dir/kubeconfig-narrow"
   export CLUSTER_DIR="$dir"
