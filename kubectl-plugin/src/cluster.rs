@@ -104,7 +104,8 @@ impl Cluster for KubeCluster {
         );
         self.remembered(key, || {
             let api = self.api(what.api_version, what.kind, None)?;
-            let mut params = ListParams::default();
+            // The cache, not etcd (resourceVersion 0), as policy-server's lookups (lookups.rs).
+            let mut params = ListParams::default().at("0");
             if let Some(l) = what.label_selector {
                 params = params.labels(l);
             }

@@ -1,7 +1,8 @@
 //! Listing every object of every listable type, metadata only, page by page.
 //!
 //! Only metadata is read (`PartialObjectMetadataList`: the API server strips specs and
-//! statuses, so a scan of Secrets and large CRs moves names and labels, not payloads), in pages
+//! statuses, so a scan of Secrets and large CRs moves names and labels, not payloads; in
+//! protobuf, see `protobuf`), in pages
 //! (`limit`/`continue`), several types at once up to a bound. A type that cannot be listed
 //! (forbidden, an aggregated API that fails, an expired continue token) is reported and
 //! skipped. The source of pages is a trait, so that the scan runs in tests without a cluster.
@@ -9,13 +10,16 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use futures::stream::{self, StreamExt};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DynamicObject, ListParams};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use kube::Resource;
+use kube::api::{DynamicObject, ListParams};
 
 use crate::discovery::{ResourceType, Skipped};
 use crate::progress::Progress;
+use crate::protobuf;
 
 /// Objects per page: the API server's own default page for kubectl is 500.
 pub const PAGE_SIZE: u32 = 500;
@@ -57,8 +61,8 @@ pub trait MetadataSource: Sync {
     ) -> impl Future<Output = Result<Page>> + Send;
 }
 
-/// The API server, through kube-rs (`Api::list_metadata` sends the
-/// `as=PartialObjectMetadataList` Accept header).
+/// The API server, through kube-rs's client: the request `Api::list_metadata` makes, asking
+/// for protobuf first (`crate::protobuf`), JSON where a server only has that.
 pub struct Kube(pub kube::Client);
 
 impl MetadataSource for Kube {
@@ -70,25 +74,64 @@ impl MetadataSource for Kube {
         limit: u32,
     ) -> Result<Page> {
         let ar = ty.api_resource();
-        let api: Api<DynamicObject> = match namespace {
-            Some(ns) if ty.namespaced => Api::namespaced_with(self.0.clone(), ns, &ar),
-            _ => Api::all_with(self.0.clone(), &ar),
-        };
+        let ns = namespace.filter(|_| ty.namespaced);
         let mut params = ListParams::default().limit(limit);
         if let Some(token) = token {
             params = params.continue_token(token);
         }
-        let list = match api.list_metadata(&params).await {
-            Err(kube::Error::Api(e)) if e.code == 410 && token.is_some() => {
+        let mut request =
+            kube::core::Request::new(DynamicObject::url_path(&ar, ns)).list_metadata(&params)?;
+        (request.headers_mut()).insert(ACCEPT, HeaderValue::from_static(protobuf::ACCEPT));
+        let response = self.0.send(request.map(kube::client::Body::from)).await?;
+        let status = response.status();
+        let is_protobuf = (response.headers().get(CONTENT_TYPE))
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with(protobuf::MEDIA_TYPE));
+        let body = response.into_body().collect_bytes().await?;
+        if !status.is_success() {
+            if status.as_u16() == 410 && token.is_some() {
                 return Err(Expired.into());
             }
-            other => other?,
+            let said = match is_protobuf {
+                true => protobuf::status(body),
+                false => serde_json::from_slice::<kube::core::Status>(&body)
+                    .ok()
+                    .map(|s| format!("{}: {}", s.reason, s.message)),
+            };
+            anyhow::bail!(
+                "the API server answered {status}{}",
+                said.map(|s| format!(" ({s})")).unwrap_or_default()
+            );
+        }
+        let (items, next) = match is_protobuf {
+            true => protobuf::page(body)?,
+            false => {
+                let list: JsonPage = serde_json::from_slice(&body)
+                    .context("the PartialObjectMetadataList cannot be decoded from JSON")?;
+                let items = list.items.into_iter().map(|i| i.metadata).collect();
+                (items, list.metadata.continue_)
+            }
         };
         Ok(Page {
-            items: list.items.into_iter().map(|o| o.metadata).collect(),
-            next: list.metadata.continue_.filter(|t| !t.is_empty()),
+            items,
+            next: next.filter(|t| !t.is_empty()),
         })
     }
+}
+
+/// A metadata page in JSON (a server without protobuf).
+#[derive(serde::Deserialize)]
+struct JsonPage {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Vec<JsonItem>,
+}
+
+#[derive(serde::Deserialize)]
+struct JsonItem {
+    #[serde(default)]
+    metadata: ObjectMeta,
 }
 
 /// An object listed: its type and metadata.

@@ -219,7 +219,13 @@ impl Lookup for KubeLookup {
             _ => None,
         };
         match selected {
-            Some(params) => match api.list_metadata(&params.limit(1)).await {
+            // From the API server's watch cache (resourceVersion 0, and no limit: kube-rs
+            // leaves resourceVersion 0 out of a request with a limit), as the policy server's
+            // own lookups read its caches. From etcd, a selector with a limit has the API
+            // server walk the namespace's objects a limit at a time until it has a match: 6.6 s
+            // for a Secret among 2,500 with limit 1, in the benchmark, while the cache answers in
+            // milliseconds; and its answer is no less fresh than a scan listing type after type.
+            Some(params) => match api.list_metadata(&params.at("0")).await {
                 Ok(list) if list.items.is_empty() => Found::Gone,
                 Ok(_) => Found::Exists,
                 Err(e) => Found::Unknown(e.to_string()),

@@ -20,6 +20,7 @@ mod output;
 mod owners;
 mod preset;
 mod progress;
+mod protobuf;
 mod report;
 mod scan;
 mod who_owns;

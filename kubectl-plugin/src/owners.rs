@@ -67,7 +67,7 @@ impl std::fmt::Display for OwnerId {
 }
 
 /// An owner an object carries: its identity, its scheme, and its keys' whole values.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Carried {
     pub id: OwnerId,
     pub scheme: usize,
@@ -251,15 +251,26 @@ pub struct OwnerGroup {
 }
 
 /// Groups objects by owner (tool, then keys), each owner's objects by kind, namespace, name.
-/// An object with two owners is under both.
-pub fn group<'a>(
-    objects: impl IntoIterator<Item = (&'a ObjectRef, &'a [OwnerId])>,
+/// An object with two owners is under both. The objects are taken, not copied (an object is
+/// copied only for its second owner): at the end of a scan they are most of its memory.
+pub fn group<'a, O>(
+    objects: impl IntoIterator<Item = (ObjectRef, O)>,
     filter: &Filter,
-) -> Vec<OwnerGroup> {
+) -> Vec<OwnerGroup>
+where
+    O: IntoIterator<Item = &'a OwnerId>,
+{
     let mut by: BTreeMap<&OwnerId, Vec<ObjectRef>> = BTreeMap::new();
     for (object, owners) in objects {
-        for owner in owners.iter().filter(|o| filter.matches(o)) {
-            by.entry(owner).or_default().push(object.clone());
+        let mut shown = owners.into_iter().filter(|o| filter.matches(o)).peekable();
+        while let Some(owner) = shown.next() {
+            let entry = by.entry(owner).or_default();
+            if shown.peek().is_some() {
+                entry.push(object.clone());
+            } else {
+                entry.push(object);
+                break;
+            }
         }
     }
     by.into_iter()
@@ -378,7 +389,7 @@ pub mod tests {
             })
             .collect();
         let groups = group(
-            owned.iter().map(|(r, ids)| (r, ids.as_slice())),
+            owned.iter().map(|(r, ids)| (r.clone(), ids)),
             &Filter::default(),
         );
         let shown: Vec<(String, Vec<String>)> = (groups.iter())
@@ -407,7 +418,7 @@ pub mod tests {
             tool: None,
             keys: vec![("meta.helm.sh/release-name".into(), "r2".into())],
         };
-        let groups = group(owned.iter().map(|(r, ids)| (r, ids.as_slice())), &only);
+        let groups = group(owned.iter().map(|(r, ids)| (r.clone(), ids)), &only);
         assert_eq!(groups.len(), 1);
     }
 

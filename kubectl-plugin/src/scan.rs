@@ -48,12 +48,21 @@ const PAGES_IN_FLIGHT: usize = crate::listing::CONCURRENCY;
 /// its metadata (memory is set by the pages in flight and these, not by the cluster).
 struct Kept {
     r: owners::ObjectRef,
-    carried: Vec<Carried>,
+    /// Shared by every object with the same owners: most objects of a cluster have one of a
+    /// few hundred owners, and an owner's keys are most of what an object would keep.
+    owned: Arc<Owned>,
     /// Which of the scope's types it was listed as (an object served under two groups is
     /// kept as the first).
     ty: usize,
-    judged: Judged,
-    /// The owner objects its keys name.
+    /// Boxed: a finding is rare, and large beside the rest.
+    judged: Box<Judged>,
+}
+
+/// The owners objects carry, once for all the objects that carry them.
+#[derive(Debug)]
+struct Owned {
+    carried: Vec<Carried>,
+    /// The owner objects the keys name.
     named: Vec<OwnerRef>,
 }
 
@@ -103,7 +112,7 @@ where
     let mut split = Vec::with_capacity(kept.len());
     for k in &kept {
         split.push(false);
-        match &k.judged {
+        match k.judged.as_ref() {
             Judged::Accepted => {}
             Judged::Refused(f) => {
                 // Objects the rules found to carry two owners are listed under both.
@@ -117,9 +126,9 @@ where
                 reason: format!("the policy's lookup failed, its owners cannot be checked: {why}"),
             }),
         }
-        for r in &k.named {
+        for r in &k.owned.named {
             if let Some(Found::Gone) = found.get(r) {
-                findings.push(findings::gone(&k.r, &k.carried, r));
+                findings.push(findings::gone(&k.r, &k.owned.carried, r));
             }
         }
     }
@@ -135,13 +144,11 @@ where
     findings.dedup();
     skipped.sort();
     skipped.dedup();
-    let owned: Vec<(&owners::ObjectRef, Vec<owners::OwnerId>)> = (kept.iter().zip(&split))
-        .map(|(k, &split)| (&k.r, listed_under(&model, &k.carried, split)))
-        .collect();
-    let groups = owners::group(
-        owned.iter().map(|(r, ids)| (*r, ids.as_slice())),
-        scope.filter,
-    );
+    // The objects move into the groups; their owners stay shared until the groups are made.
+    let owned: Vec<Arc<Owned>> = kept.iter().map(|k| k.owned.clone()).collect();
+    let objects = (kept.into_iter().zip(split).zip(&owned))
+        .map(|((k, split), o)| (k.r, listed_under(&model, &o.carried, split)));
+    let groups = owners::group(objects, scope.filter);
     Ok(Outcome {
         owners: groups,
         findings,
@@ -175,6 +182,7 @@ impl Judge<'_> {
         // object listed again after an expired continue token, too).
         let mut by_uid: HashMap<String, usize> = HashMap::new();
         let mut asked: HashSet<OwnerRef> = HashSet::new();
+        let mut shared: HashMap<Vec<Carried>, Arc<Owned>> = HashMap::new();
         while let Some(page) = pages.blocking_recv() {
             for l in page {
                 let ty = (self.order.iter().position(|t| *t == *l.ty)).unwrap_or(usize::MAX);
@@ -183,11 +191,12 @@ impl Judge<'_> {
                 if at.is_some_and(|i| kept.get(i).is_some_and(|k| k.ty <= ty)) {
                     continue;
                 }
-                let Some(k) = self.one(Object::from(l), ty, &mut findings) else {
+                let Some(k) = self.one(Object::from(l), ty, &mut shared, &mut findings) else {
                     continue;
                 };
-                for r in &k.named {
-                    if asked.insert(r.clone()) {
+                for r in &k.owned.named {
+                    if !asked.contains(r) {
+                        asked.insert(r.clone());
                         let _ = owners.send(r.clone());
                     }
                 }
@@ -206,7 +215,13 @@ impl Judge<'_> {
     }
 
     /// One object: `None` when it has no owner the scope shows.
-    fn one(&self, object: Object, ty: usize, findings: &mut Vec<Finding>) -> Option<Kept> {
+    fn one(
+        &self,
+        object: Object,
+        ty: usize,
+        shared: &mut HashMap<Vec<Carried>, Arc<Owned>>,
+        findings: &mut Vec<Finding>,
+    ) -> Option<Kept> {
         let carried = match owners::carried(self.model, &object) {
             Ok(c) => c,
             Err(e) => {
@@ -224,11 +239,26 @@ impl Judge<'_> {
         if carried.is_empty() && object.controller().is_none() || !self.filter.shows(&ids) {
             return None;
         }
-        let judged = findings::judged(self.model, &object, &carried, self.cluster);
+        let judged = Box::new(findings::judged(
+            self.model,
+            &object,
+            &carried,
+            self.cluster,
+        ));
+        let owned = match shared.get(&carried) {
+            Some(o) => o.clone(),
+            None => {
+                let o = Arc::new(Owned {
+                    named: lookups::named(&carried, self.argocd_namespace),
+                    carried: carried.clone(),
+                });
+                shared.insert(carried, o.clone());
+                o
+            }
+        };
         Some(Kept {
-            named: lookups::named(&carried, self.argocd_namespace),
             r: object.r,
-            carried,
+            owned,
             ty,
             judged,
         })
@@ -237,16 +267,19 @@ impl Judge<'_> {
 
 /// The owners an object is listed under: each it carries, but where aliased schemes' keys
 /// name one owner (the rules did not find two), only the alias's first scheme's.
-fn listed_under(model: &Model, carried: &[Carried], split: bool) -> Vec<owners::OwnerId> {
+fn listed_under<'a>(
+    model: &'a Model,
+    carried: &'a [Carried],
+    split: bool,
+) -> impl Iterator<Item = &'a owners::OwnerId> {
     (carried.iter())
-        .filter(|c| {
+        .filter(move |c| {
             split
                 || !(carried.iter()).any(|lead| {
                     lead.scheme != c.scheme && model.schemes.leads(lead.scheme, c.scheme)
                 })
         })
-        .map(|c| c.id.clone())
-        .collect()
+        .map(|c| &c.id)
 }
 
 #[cfg(test)]
