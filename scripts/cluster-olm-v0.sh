@@ -212,7 +212,10 @@ backend_as_policy_server() {
       --port "$BACKEND_PORT" --readiness-probe-port "${ready[0]}" \
       --cert-file "$CLUSTER_DIR/certs/backend.crt" --key-file "$CLUSTER_DIR/certs/backend.key" \
       --policies-download-dir "$CLUSTER_DIR/downloads" --sigstore-cache-dir "$CLUSTER_DIR/sigstore" \
-      --workers 2 --log-fmt json
+      --workers 2 --log-fmt json --log-level debug
+    # Its debug log, as the verdict records the suites read (policy-host serve writes them).
+    start_in "$CLUSTER_DIR/pids" verdicts "$CLUSTER_DIR/requests.jsonl" \
+      python3 "$root/e2e-tests/cluster-olm-v0/verdicts.py" "$CLUSTER_DIR/backend-1.log"
   else
     KUBECONFIG="$suite_dir/policy-server.kubeconfig" start_in "$CLUSTER_DIR/pids" backend-1 "$CLUSTER_DIR/backend-1.log" \
       "$POLICY_HOST" serve --policies "$CLUSTER_DIR/policies.yml" --addr 127.0.0.1 \

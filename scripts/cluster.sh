@@ -207,7 +207,10 @@ EOF
     "${module_for[@]}" --policies-out "$dir/policies.yml" >"$dir/webhooks.json"
   touch "$dir/requests.jsonl"
   backend_start
-  kubectl apply -f "$dir/webhooks.json" >&2
+  # kubectl validates against the API server's OpenAPI, which a kube-apiserver 1.36 may serve
+  # a few seconds after /readyz ("the server is currently unable to handle the request").
+  wait_for 60 "the webhook configurations applied" kubectl apply -f "$dir/webhooks.json" ||
+    kubectl apply -f "$dir/webhooks.json" >&2
   # The API servers see a new webhook configuration through their informers: wait until each
   # one has called the backend once (a dry-run create of an object every preset selects).
   [ -n "$probe_file" ] || probe_manifest "${manifests[@]}" >"$dir/probe.yaml"

@@ -4,7 +4,10 @@
 # (deploy/rbac/lookups.yaml not applied; scripts/cluster-olm-v0.sh, suite lookups). widgets
 # installs (its CREATEs need no lookup); its upgrade to widgets.v1.1.0 moves objects, which
 # needs the new CSV looked up: refused with the policy's message, where OLM shows it, until
-# the RBAC is applied, then OLM's retry passes. Recorded in OLM_RUN_DIR/lookups.txt.
+# the RBAC is applied; OLM v0 does not retry that install by itself (the CSV is Failed,
+# InstallComponentFailedNoRetry), so the upgrade passes once the failed CSV, its InstallPlan
+# and the Subscription are deleted and the Subscription is made again (OLM's recovery of a
+# failed install). Recorded in OLM_RUN_DIR/lookups.txt.
 
 load common
 
@@ -69,4 +72,33 @@ the policy: $(counts)"
   record lookups.txt "90 s after deploy/rbac/lookups.yaml (the CSV annotated at 60 s): widgets.v1.1.0 ${after:0:120}: olm-operator did not retry; the policy then: $(counts)"
   [[ "$after" == *"phase=Failed reason=InstallComponentFailedNoRetry"* ]] || fail "OLM retried after all: $after"
   assert_owner deployment widgets-operator "$NS" widgets.v1.0.0 "$NS"
+}
+
+@test "then, the RBAC applied: OLM's recovery (the failed CSV, its InstallPlan and the Subscription deleted, the Subscription made again) upgrades to widgets.v1.1.0, nothing refused" {
+  [ "$OLM_LOOKUPS" = no ] || skip "the lookups RBAC is applied"
+  [ "$(phase "$NS" widgets.v1.1.0)" = Failed ] || skip "widgets.v1.1.0 did not fail (test 2)"
+  mark
+  # Deleting the failed CSV alone leaves the Subscription naming it (currentCSV and
+  # installedCSV widgets.v1.1.0): its resolution then fails (ConstraintsNotSatisfiable,
+  # "widgets.v1.0.0 exists and is not referenced by a subscription"). The Subscription is made
+  # again; the resolver takes the installed widgets.v1.0.0 and upgrades it one step.
+  kubectl delete subscription widgets -n "$NS" >/dev/null
+  for p in $(kubectl get installplans -n "$NS" -o json | jq -r '.items[] | select(.spec.clusterServiceVersionNames | index("widgets.v1.1.0")) | .metadata.name'); do
+    kubectl delete installplan "$p" -n "$NS" --wait=false >/dev/null
+  done
+  kubectl delete csv widgets.v1.1.0 -n "$NS" >/dev/null
+  run wait_gone "$NS" widgets.v1.1.0
+  assert_success
+  # widgets.v1.0.0, Replacing, has no replacement left (recorded, not asserted: OLM's business).
+  wait_phase "$NS" widgets.v1.0.0 Succeeded 60 >/dev/null || true
+  say "widgets.v1.0.0 with its replacement gone: $(csv_status "$NS" widgets.v1.0.0 | cut -c1-100)"
+  subscribe "$NS" widgets stable Manual
+  run approve "$NS" widgets.v1.1.0
+  assert_success
+  run wait_phase "$NS" widgets.v1.1.0 Succeeded
+  say "after the recovery: widgets.v1.1.0 $(csv_status "$NS" widgets.v1.1.0 | cut -c1-100); the policy: $(counts)"
+  record lookups.txt "the failed CSV, its InstallPlan and the Subscription deleted, the Subscription made again: widgets.v1.1.0 $(csv_status "$NS" widgets.v1.1.0 | cut -c1-100); the policy: $(counts)"
+  assert_success
+  assert_owner deployment widgets-operator "$NS" widgets.v1.1.0 "$NS"
+  assert_none_refused
 }
