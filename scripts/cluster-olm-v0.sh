@@ -20,7 +20,9 @@
 #   olm-operator waits for (observedGeneration, replicas, Available=True) after each spec
 #   change (none runs here, nor a garbage collector: the suites clean up after themselves);
 # - the policy backend run as the policy server's service account (kubewarden:
-#   policy-server-default), with deploy/rbac/lookups.yaml applied (but in the lookups suite);
+#   policy-server-default), with deploy/rbac/lookups.yaml applied (but in the lookups suite):
+#   policy-host serve, or policy-server when POLICY_SERVER is given (its debug log turned into
+#   the same verdict records by e2e-tests/cluster-olm-v0/verdicts.py);
 # - the witness webhook (e2e-tests/cluster-olm-v0/witness.py): every write of OLM's service
 #   account and of an object labelled olm.owner, with its labels, annotations and owner
 #   references.

@@ -57,16 +57,17 @@ def main():
             continue
         fields = event.get("fields") or {}
         span = span_of(event)
-        uid = span.get("request_uid")
-        if not uid:
-            continue
+        # The review is logged before the span records its uid: the uid is the request's.
         if "admission_review" in fields:
             try:
                 request = json.loads(fields["admission_review"]).get("request") or {}
             except (ValueError, AttributeError):
                 continue
-            pending[uid] = request
-        elif fields.get("message") == "policy evaluated" and uid in pending:
+            if request.get("uid"):
+                pending[request["uid"]] = request
+            continue
+        uid = span.get("request_uid")
+        if fields.get("message") == "policy evaluated" and uid in pending:
             request = pending.pop(uid)
             response = str(fields.get("response", ""))
             allowed = ALLOWED.search(response)
