@@ -54,8 +54,9 @@ struct Kept {
     /// Which of the scope's types it was listed as (an object served under two groups is
     /// kept as the first).
     ty: usize,
-    /// Boxed: a finding is rare, and large beside the rest.
-    judged: Box<Judged>,
+    /// What the rules said, but for an accepted object (most): a finding is rare, and large
+    /// beside the rest.
+    judged: Option<Box<Judged>>,
 }
 
 /// The owners objects carry, once for all the objects that carry them.
@@ -112,16 +113,16 @@ where
     let mut split = Vec::with_capacity(kept.len());
     for k in &kept {
         split.push(false);
-        match k.judged.as_ref() {
-            Judged::Accepted => {}
-            Judged::Refused(f) => {
+        match k.judged.as_deref() {
+            None | Some(Judged::Accepted) => {}
+            Some(Judged::Refused(f)) => {
                 // Objects the rules found to carry two owners are listed under both.
                 if let Some(last) = split.last_mut() {
                     *last = f.kind == findings::FindingKind::TwoOwners;
                 }
                 findings.push(f.clone());
             }
-            Judged::Unchecked(why) => skipped.push(Skipped {
+            Some(Judged::Unchecked(why)) => skipped.push(Skipped {
                 what: k.r.described(),
                 reason: format!("the policy's lookup failed, its owners cannot be checked: {why}"),
             }),
@@ -239,12 +240,10 @@ impl Judge<'_> {
         if carried.is_empty() && object.controller().is_none() || !self.filter.shows(&ids) {
             return None;
         }
-        let judged = Box::new(findings::judged(
-            self.model,
-            &object,
-            &carried,
-            self.cluster,
-        ));
+        let judged = match findings::judged(self.model, &object, &carried, self.cluster) {
+            Judged::Accepted => None,
+            other => Some(Box::new(other)),
+        };
         let owned = match shared.get(&carried) {
             Some(o) => o.clone(),
             None => {
