@@ -88,35 +88,46 @@ impl MetadataSource for Kube {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with(protobuf::MEDIA_TYPE));
         let body = response.into_body().collect_bytes().await?;
-        if !status.is_success() {
-            if status.as_u16() == 410 && token.is_some() {
-                return Err(Expired.into());
-            }
-            let said = match is_protobuf {
-                true => protobuf::status(body),
-                false => serde_json::from_slice::<kube::core::Status>(&body)
-                    .ok()
-                    .map(|s| format!("{}: {}", s.reason, s.message)),
-            };
-            anyhow::bail!(
-                "the API server answered {status}{}",
-                said.map(|s| format!(" ({s})")).unwrap_or_default()
-            );
-        }
-        let (items, next) = match is_protobuf {
-            true => protobuf::page(body)?,
-            false => {
-                let list: JsonPage = serde_json::from_slice(&body)
-                    .context("the PartialObjectMetadataList cannot be decoded from JSON")?;
-                let items = list.items.into_iter().map(|i| i.metadata).collect();
-                (items, list.metadata.continue_)
-            }
-        };
-        Ok(Page {
-            items,
-            next: next.filter(|t| !t.is_empty()),
-        })
+        answer(status, is_protobuf, body, token.is_some())
     }
+}
+
+/// A page from the API server's answer: its status, whether the body is protobuf, the body,
+/// and whether the request carried a continue token (a 410 then is an expired token).
+fn answer(
+    status: http::StatusCode,
+    is_protobuf: bool,
+    body: bytes::Bytes,
+    continued: bool,
+) -> Result<Page> {
+    if !status.is_success() {
+        if status.as_u16() == 410 && continued {
+            return Err(Expired.into());
+        }
+        let said = match is_protobuf {
+            true => protobuf::status(body),
+            false => serde_json::from_slice::<kube::core::Status>(&body)
+                .ok()
+                .map(|s| format!("{}: {}", s.reason, s.message)),
+        };
+        anyhow::bail!(
+            "the API server answered {status}{}",
+            said.map(|s| format!(" ({s})")).unwrap_or_default()
+        );
+    }
+    let (items, next) = match is_protobuf {
+        true => protobuf::page(body)?,
+        false => {
+            let list: JsonPage = serde_json::from_slice(&body)
+                .context("the PartialObjectMetadataList cannot be decoded from JSON")?;
+            let items = list.items.into_iter().map(|i| i.metadata).collect();
+            (items, list.metadata.continue_)
+        }
+    };
+    Ok(Page {
+        items,
+        next: next.filter(|t| !t.is_empty()),
+    })
 }
 
 /// A metadata page in JSON (a server without protobuf).
@@ -340,6 +351,80 @@ pub mod tests {
             ),
             ..ObjectMeta::default()
         }
+    }
+
+    #[test]
+    fn a_json_answer_is_read_as_a_protobuf_one_is() {
+        let body = br#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",
+            "metadata":{"continue":"next"},"items":[{"metadata":{"name":"a","namespace":"x",
+            "labels":{"olm.owner":"c.v1"},"managedFields":[{"manager":"m"}]}}]}"#;
+        let page = answer(
+            http::StatusCode::OK,
+            false,
+            bytes::Bytes::from_static(body),
+            false,
+        )
+        .unwrap();
+        assert_eq!(page.next.as_deref(), Some("next"));
+        assert_eq!(page.items[0].name.as_deref(), Some("a"));
+        assert_eq!(page.items[0].labels.as_ref().unwrap()["olm.owner"], "c.v1");
+        let last = br#"{"metadata":{"continue":""},"items":[]}"#;
+        let page = answer(
+            http::StatusCode::OK,
+            false,
+            bytes::Bytes::from_static(last),
+            true,
+        )
+        .unwrap();
+        assert_eq!((page.items.len(), page.next), (0, None));
+    }
+
+    #[test]
+    fn a_refusal_says_what_the_api_server_said_and_a_410_after_a_token_is_an_expiry() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden",
+            "message":"secrets is forbidden: User \"x\" cannot list resource \"secrets\"","code":403}"#;
+        let e = answer(
+            http::StatusCode::FORBIDDEN,
+            false,
+            bytes::Bytes::from_static(body),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("403") && e.contains("Forbidden: secrets is forbidden"),
+            "{e}"
+        );
+        let gone = bytes::Bytes::from_static(b"{}");
+        assert!(
+            answer(http::StatusCode::GONE, false, gone.clone(), true)
+                .unwrap_err()
+                .is::<Expired>()
+        );
+        assert!(
+            !answer(http::StatusCode::GONE, false, gone, false)
+                .unwrap_err()
+                .is::<Expired>()
+        );
+        // Not a page: an error, not a panic.
+        assert!(
+            answer(
+                http::StatusCode::OK,
+                false,
+                bytes::Bytes::from_static(b"[1"),
+                false
+            )
+            .is_err()
+        );
+        assert!(
+            answer(
+                http::StatusCode::OK,
+                true,
+                bytes::Bytes::from_static(b"k8s"),
+                false
+            )
+            .is_err()
+        );
     }
 
     #[tokio::test]
