@@ -83,6 +83,22 @@ pub fn judge_in(payload: &[u8], cluster: &dyn Cluster) -> Answer {
     }
 }
 
+/// What the object of a validation payload breaks as it stands (`Rules::standing`): the
+/// refusal its next ownership change will meet, or `None`. Settings that are not valid
+/// answer with their refusal.
+pub fn standing(payload: &[u8]) -> Option<String> {
+    let mut parsed = Payload::default();
+    if let Err(message) = read_payload(payload, &mut parsed) {
+        return Some(message);
+    }
+    let rules = cached_rules(parsed.settings.unwrap_or(b"null"));
+    match rules.as_ref() {
+        Ok(rules) => rules.standing(&parsed).err(),
+        Err(Answer::Reject { message, .. }) => Some(message.clone()),
+        Err(_) => Some("the settings are not valid".into()),
+    }
+}
+
 /// Answers the `validate` call with the JSON the host reads: the SDK's `ValidationResponse`,
 /// written here rather than through its `Serialize` (which would bring serde_json's number
 /// formatting into the module for a field this policy never sets).
@@ -183,6 +199,39 @@ pub fn validate_settings(payload: &[u8]) -> SettingsValidationResponse {
             message: Some(message),
         },
     }
+}
+
+/// Answers the `match_conditions` call, which is no Kubewarden host's (`policy-host
+/// verify-manifest` and `policy-host match-conditions` make it): the webhook's
+/// matchConditions these settings need (`markers`), as JSON, or why the settings are not
+/// valid (`{"valid":false,"message":...}`).
+pub fn match_conditions(payload: &[u8]) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Condition<'c> {
+        name: &'c str,
+        expression: &'c str,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Answer<'c> {
+        valid: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        match_conditions: Vec<Condition<'c>>,
+    }
+    let settings = Settings::from_json(payload).and_then(|s| s.validate().map(|()| s));
+    let condition = settings.as_ref().ok().and_then(crate::markers::condition);
+    let answer = Answer {
+        valid: settings.is_ok(),
+        message: settings.as_ref().err().cloned(),
+        match_conditions: (condition.iter())
+            .map(|c| Condition {
+                name: c.name,
+                expression: &c.expression,
+            })
+            .collect(),
+    };
+    serde_json::to_vec(&answer).unwrap_or_else(|_| br#"{"valid":false}"#.to_vec())
 }
 
 /// The rules for the settings, or the rejection every request gets when they are not valid.

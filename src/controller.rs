@@ -7,8 +7,7 @@
 //! (the state the race of two installs leaves behind without the policy). So:
 //!
 //! - the owner the controller names must be one with every owner the keys name, on a CREATE
-//!   and on an UPDATE that changes either (an object written as it was stored is as it was
-//!   judged then);
+//!   and on an UPDATE that changes either (the rules judge only those: `markers`);
 //! - where no keys name an owner, the controller moves to another owner only as keys do:
 //!   released first (orphaning), then adopted;
 //! - adding a controller where there was none is adoption (`allowAdoption`) unless the keys
@@ -91,11 +90,6 @@ pub fn judge(j: &Judging, subject: &Subject, old: Option<&Marks>, new: &Marks) -
     };
     let written = new.controller(j.schemes);
     let stored = old.and_then(|m| m.controller(j.schemes));
-    // Written as it was stored (every value the rules read, the controller's among them): as
-    // it was judged then. The common UPDATE stops here, with nothing built.
-    if old.is_some_and(|old| old.values == new.values) {
-        return Verdict::accept();
-    }
     if written.is_none() && stored.is_none() {
         return Verdict::accept();
     }

@@ -17,6 +17,7 @@ mod cross_tool;
 mod describe;
 pub mod identity;
 pub mod json;
+pub mod markers;
 mod message;
 pub mod owners;
 mod pattern;
@@ -40,10 +41,17 @@ pub extern "C" fn wapc_init() {
     register_function("validate", validate);
     register_function("validate_settings", validate_settings);
     register_function("protocol_version", protocol_version_guest);
+    register_function("match_conditions", match_conditions);
 }
 
 fn validate(payload: &[u8]) -> CallResult {
     Ok(admission::answer(payload))
+}
+
+/// Not a Kubewarden entry point: the matchConditions the settings need (`markers`), for
+/// `policy-host verify-manifest` and `match-conditions`.
+fn match_conditions(payload: &[u8]) -> CallResult {
+    Ok(admission::match_conditions(payload))
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

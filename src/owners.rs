@@ -204,6 +204,12 @@ impl Schemes {
         }
     }
 
+    /// How many of the slots hold keys' values (labels and annotations); the controller's
+    /// follow them.
+    pub fn key_slots(&self) -> usize {
+        self.successor + 1
+    }
+
     /// How many values the rules read off one object.
     pub fn slots(&self) -> usize {
         self.successor + 1 + if self.controlled.is_some() { 3 } else { 0 }

@@ -1,9 +1,11 @@
 //! The rules of a policy, and the order they judge a request in.
 //!
-//! CREATE and UPDATE: the new object's annotations must be readable, then the scope rules,
-//! then under each scheme the same-owner invariant (UPDATE), then across schemes (a policy of
-//! several tools), then the controller ownerReference against the keys (`controller`), then
-//! who writes (bindings). DELETE: who writes, when there are bindings.
+//! CREATE, and an UPDATE that changes an owner marker (`markers`; one that changes none
+//! stands as it was judged): the new object's annotations must be readable, then the scope
+//! rules, then under each scheme the same-owner invariant (UPDATE), then across schemes (a
+//! policy of several tools), then the controller ownerReference against the keys
+//! (`controller`). Then, on every CREATE and UPDATE, who writes (bindings). DELETE: who
+//! writes, when there are bindings.
 //! CONNECT: accepted. The stamping policy only stamps. What a tool's rule needs and the object
 //! does not carry is looked up in `cluster`, only where the rule is reached.
 
@@ -12,6 +14,7 @@ use crate::controller;
 use crate::cross_tool;
 use crate::describe::Subject;
 use crate::identity::Identities;
+use crate::markers;
 use crate::message::message;
 use crate::owners::{Marks, Related, Schemes};
 use crate::request::{Payload, Request};
@@ -109,33 +112,24 @@ impl Rules {
         }
         let new = new_marks;
         let subject = Subject::new(request, &new_meta, old_meta.as_ref());
-        let checked = same_owner::check_annotations(&self.schemes, &subject, &new)
-            .and_then(|()| scope::check(request, &self.schemes, &subject, &new));
-        if let Err(message) = checked {
-            return Verdict::reject(message);
+        // An UPDATE that leaves every marker as stored changes no owner: it stands as its
+        // object was judged when the markers were written (`markers`). Who writes is judged
+        // on every write.
+        let unchanged = old
+            .as_ref()
+            .is_some_and(|old| !markers::changed(&self.schemes, old, &new));
+        if unchanged && !identity_rules {
+            return Verdict::accept();
         }
-        let (verdict, related) = self.owner_rules(&subject, old.as_ref(), &new, cluster);
-        let Verdict::Accept { mut warnings } = verdict else {
-            return verdict;
+        let (verdict, related) = if unchanged {
+            match self.schemes.relate(cluster, old.as_ref(), &new) {
+                Ok(related) => (Verdict::accept(), related),
+                Err(message) => return Verdict::reject(cannot_relate(&subject, &message)),
+            }
+        } else {
+            self.ownership_rules(request, payload, &subject, old.as_ref(), &new, cluster)
         };
-        let exempt = || {
-            (payload.user_info(request)).is_ok_and(|writer| {
-                crate::identity::is_one_of(&self.settings.exempt_writers(), &writer)
-            })
-        };
-        let controller = controller::Judging {
-            schemes: &self.schemes,
-            settings: &self.settings,
-            related: &related,
-            cluster,
-            exempt: &exempt,
-        };
-        match controller::judge(&controller, &subject, old.as_ref(), &new) {
-            Verdict::Accept { warnings: w } => warnings.extend(w),
-            refusal => return refusal,
-        }
-        let verdict = Verdict::Accept { warnings };
-        if !identity_rules {
+        if !identity_rules || !matches!(verdict, Verdict::Accept { .. }) {
             return verdict;
         }
         // The write keeps to the label rules; now who makes it.
@@ -149,6 +143,74 @@ impl Rules {
             Ok(()) => verdict,
             Err(refusal) => refusal,
         }
+    }
+
+    /// The rules the new object's markers keep as they stand, whatever they replace: its
+    /// revision and handover annotations must be readable, and it keeps to the scope rules.
+    fn object_rules(
+        &self,
+        request: &Request,
+        subject: &Subject,
+        new: &Marks,
+    ) -> Result<(), String> {
+        same_owner::check_annotations(&self.schemes, subject, new)
+            .and_then(|()| scope::check(request, &self.schemes, subject, new))
+    }
+
+    /// What the object of a CREATE or UPDATE breaks as it stands (`object_rules`): an object
+    /// written so before the policy judged it keeps being written, but its next ownership
+    /// change, or its creation again, is refused with this message (`kubectl single-owner`
+    /// reports it).
+    pub fn standing(&self, payload: &Payload) -> Result<(), String> {
+        let Some(request) = &payload.request else {
+            return Ok(());
+        };
+        let Some(object) = &request.object else {
+            return Ok(());
+        };
+        let mut values = vec![None; self.schemes.slots()];
+        let meta = payload.metadata(object, self.schemes.wanted(), &mut values)?;
+        let new = Marks { values: &values };
+        let subject = Subject::new(request, &meta, None);
+        self.object_rules(request, &subject, &new)
+    }
+
+    /// The rules of a write that creates an object with its markers or changes them: the
+    /// annotations must be readable, then the scope rules, the owner rules and the controller
+    /// ownerReference against the keys.
+    fn ownership_rules(
+        &self,
+        request: &Request,
+        payload: &Payload,
+        subject: &Subject,
+        old: Option<&Marks>,
+        new: &Marks,
+        cluster: &dyn Cluster,
+    ) -> (Verdict, Related) {
+        if let Err(message) = self.object_rules(request, subject, new) {
+            return (Verdict::reject(message), Related::default());
+        }
+        let (verdict, related) = self.owner_rules(subject, old, new, cluster);
+        let Verdict::Accept { mut warnings } = verdict else {
+            return (verdict, related);
+        };
+        let exempt = || {
+            (payload.user_info(request)).is_ok_and(|writer| {
+                crate::identity::is_one_of(&self.settings.exempt_writers(), &writer)
+            })
+        };
+        let controller = controller::Judging {
+            schemes: &self.schemes,
+            settings: &self.settings,
+            related: &related,
+            cluster,
+            exempt: &exempt,
+        };
+        match controller::judge(&controller, subject, old, new) {
+            Verdict::Accept { warnings: w } => warnings.extend(w),
+            refusal => return (refusal, related),
+        }
+        (Verdict::Accept { warnings }, related)
     }
 
     /// The owner rules of a CREATE (`old` None) or an UPDATE: under each scheme, then, with

@@ -116,8 +116,11 @@ fn check(payload: &[u8], expected: Expect) {
 // The cluster-scope rule, CREATE and UPDATE.
 #[case::cluster_scoped_namespaced_owner("CREATE", None, olm("Extension", "a"), json!({}),
     err(&["CustomResourceDefinition \"widgets.example.com\" is cluster-scoped", "owner-kind=Extension", "allowed: ClusterExtension"]))]
-#[case::cluster_scoped_namespaced_owner_update("UPDATE", olm("Extension", "a"), olm("Extension", "a"), json!({}),
+#[case::cluster_scoped_namespaced_owner_adopted("UPDATE", Some(json!({"app": "x"})), olm("Extension", "a"), json!({}),
     err(&["is cluster-scoped", "owner-kind=Extension"]))]
+// An UPDATE that changes no owner marker stands as its object was judged: one written before
+// the policy was installed, against a rule, may still be written (ratcheting, KEP-4008).
+#[case::cluster_scoped_namespaced_owner_kept("UPDATE", olm("Extension", "a"), olm("Extension", "a"), json!({}), ok(&[]))]
 #[case::cluster_scoped_without_kind("CREATE", None, Some(json!({NAME: "a"})), json!({}), ok(&[]))]
 #[case::cluster_scoped_custom_kinds("CREATE", None, olm("Extension", "a"), json!({"clusterScopedOwnerKinds": ["ClusterExtension", "Extension"]}), ok(&[]))]
 #[case::scope_rules_off("CREATE", None, olm("Extension", "a"), json!({"ownerKindLabel": ""}), ok(&[]))]
@@ -164,7 +167,24 @@ fn namespaced_configmap(
         ),
         expected,
     );
-    // UPDATE judges the new object the same way.
+    // An UPDATE that changes a marker (here the namespace label, which the confinement
+    // settings read) judges the new object the same way...
+    let moved = new.clone().map(|mut labels| {
+        labels[NS] = json!("moved");
+        labels
+    });
+    check(
+        &payload(
+            "UPDATE",
+            "ConfigMap",
+            Some("team-a"),
+            moved,
+            new.clone(),
+            settings.clone(),
+        ),
+        expected,
+    );
+    // ...and one that changes none stands as it was judged.
     check(
         &payload(
             "UPDATE",
@@ -174,7 +194,7 @@ fn namespaced_configmap(
             new,
             settings,
         ),
-        expected,
+        ok(&[]),
     );
 }
 
@@ -242,7 +262,7 @@ fn namespace_objects_are_cluster_scoped_even_with_a_request_namespace() {
         "UPDATE",
         "Namespace",
         Some("team-a"),
-        olm("Extension", "a"),
+        Some(json!({"app": "x"})),
         olm("Extension", "a"),
         json!({}),
     );

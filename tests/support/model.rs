@@ -58,6 +58,18 @@ fn successor(value: &str) -> Option<Tuple> {
     Some(t)
 }
 
+/// The values of every key the settings read: an UPDATE that changes none of them changes no
+/// owner, and stands as it was judged.
+fn markers(m: &Meta) -> Vec<Option<&String>> {
+    (OWNER_LABELS.iter().map(|k| m.0.get(*k)))
+        .chain(
+            [OWNER_ANNOTATION, REVISION, HANDOVER]
+                .iter()
+                .map(|k| m.1.get(*k)),
+        )
+        .collect()
+}
+
 /// Whether the policy accepts `operation` on these objects (None: null or absent).
 pub fn accepts(
     operation: &str,
@@ -70,6 +82,7 @@ pub fn accepts(
         ("DELETE" | "CONNECT", _, _) => return true,
         ("CREATE" | "UPDATE", _, None) | ("UPDATE", None, _) => return false,
         ("CREATE", _, Some(new)) => (None, new),
+        ("UPDATE", Some(old), Some(new)) if markers(old) == markers(new) => return true,
         ("UPDATE", Some(old), Some(new)) => (Some(old), new),
         _ => return false,
     };

@@ -51,6 +51,14 @@ fn value(m: &Meta, key: &str, label: bool) -> Option<String> {
     if label { m.0.get(key) } else { m.1.get(key) }.cloned()
 }
 
+/// The values of every key the settings read: an UPDATE that changes none of them changes no
+/// owner, and stands as it was judged.
+fn markers(m: &Meta) -> Vec<Option<String>> {
+    (KEYS.iter().map(|(_, k, l)| value(m, k, *l)))
+        .chain([REVISION, HANDOVER].iter().map(|k| m.1.get(*k).cloned()))
+        .collect()
+}
+
 /// The owners an object carries, by tool.
 pub fn owners(m: &Meta) -> BTreeSet<Owner> {
     (0..3)
@@ -154,6 +162,7 @@ pub fn accepts(
         ("DELETE" | "CONNECT", _, _) => return true,
         ("CREATE" | "UPDATE", _, None) | ("UPDATE", None, _) => return false,
         ("CREATE", _, Some(new)) => (None, new),
+        ("UPDATE", Some(old), Some(new)) if markers(old) == markers(new) => return true,
         ("UPDATE", Some(old), Some(new)) => (Some(old), new),
         _ => return false,
     };
