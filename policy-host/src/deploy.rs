@@ -5,7 +5,14 @@
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 
-use crate::engine::Policy;
+use crate::engine::{MatchCondition, Policy};
+
+/// The names of the matchConditions the module generates from its settings (its `markers`):
+/// a manifest carries the ones its settings generate, and no other of these names.
+pub const GENERATED: [&str; 2] = ["ownership-change", "owned-object"];
+
+/// The presets' break-glass condition: its members' writes bypass the policy by design.
+pub const BREAK_GLASS: &str = "matchConditions not-break-glass is false";
 
 /// Returns the manifest's spec (as JSON) once it checks out.
 pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
@@ -88,7 +95,142 @@ pub fn verify(manifest: &str, policy: &Policy) -> Result<Value> {
             answer.message.unwrap_or_default()
         );
     }
+    check_conditions(spec, &policy.match_conditions(&settings)?)?;
     Ok(spec.clone())
+}
+
+/// The manifest must carry the matchConditions its settings generate, as generated: a
+/// condition left from other settings, or edited by hand, could keep from the policy a write
+/// its module must judge.
+fn check_conditions(spec: &Value, generated: &[MatchCondition]) -> Result<()> {
+    let conditions = spec["matchConditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let find = |name: &str| conditions.iter().find(|c| c["name"] == name);
+    const FIX: &str = "write it as generated: policy-host match-conditions --write MANIFEST MODULE";
+    for g in generated {
+        let Some(found) = find(&g.name) else {
+            bail!(
+                "spec.matchConditions lacks {:?}, which these settings generate: without it \
+                 every write reaches the policy; {FIX}",
+                g.name
+            );
+        };
+        let expression = found["expression"].as_str().unwrap_or("");
+        ensure!(
+            same_expression(expression, &g.expression),
+            "spec.matchConditions {:?} is not what these settings generate (a settings change \
+             leaves it stale, and a stale one keeps from the policy writes it must judge); {FIX}",
+            g.name
+        );
+    }
+    for name in GENERATED {
+        ensure!(
+            find(name).is_none() || generated.iter().any(|g| g.name == name),
+            "spec.matchConditions {name:?} is not one these settings generate (it selects the \
+             writes of other settings); remove it, or {FIX}"
+        );
+    }
+    Ok(())
+}
+
+/// Two expressions are the same where they differ only in white space (YAML folds a long
+/// expression's lines; the generated ones hold no white space in string literals).
+fn same_expression(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
+}
+
+/// The manifest's text with the generated matchConditions in place of the ones it carries of
+/// those names (and the comments before them), first in `spec.matchConditions`; the rest of
+/// the text as it was, comments included, whatever its indentation.
+pub fn with_conditions(manifest: &str, generated: &[MatchCondition]) -> Result<String> {
+    let lines: Vec<&str> = manifest.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let key = |l: &str, k: &str| l.trim_start() == k && indent(l) > 0;
+    let block = |items: usize| {
+        let pad = " ".repeat(items);
+        let mut out = Vec::new();
+        for g in generated {
+            out.push(format!(
+                "{pad}# Generated from the settings (policy-host match-conditions): the writes \
+                 the module judges."
+            ));
+            out.push(format!("{pad}- name: {}", g.name));
+            out.push(format!("{pad}  expression: |-"));
+            out.extend(g.expression.lines().map(|l| format!("{pad}    {l}")));
+        }
+        out
+    };
+    let owned = |l: &&str| l.to_string();
+    let mut out: Vec<String> = Vec::new();
+    match lines.iter().position(|l| key(l, "matchConditions:")) {
+        Some(at) => {
+            let level = indent(lines[at]);
+            // The block ends at the next key of the spec (its items may be at the key's own
+            // indentation: YAML's indentless sequences).
+            let ends = |l: &str| {
+                let t = l.trim_start();
+                !t.is_empty()
+                    && (indent(l) < level
+                        || indent(l) == level && !t.starts_with("- ") && !t.starts_with('#'))
+            };
+            let end = (at + 1..lines.len())
+                .find(|&i| ends(lines[i]))
+                .unwrap_or(lines.len());
+            let items = (at + 1..end)
+                .map(|i| lines[i])
+                .find(|l| l.trim_start().starts_with("- "))
+                .map_or(level + 2, indent);
+            let is_item = |l: &str| indent(l) == items && l.trim_start().starts_with("- ");
+            let is_note = |l: &str| indent(l) == items && l.trim_start().starts_with('#');
+            out.extend(lines[..=at].iter().map(owned));
+            out.extend(block(items));
+            let mut i = at + 1;
+            while i < end {
+                // An item: the comments before it, its first line, then its deeper lines.
+                let start = i;
+                while i < end && is_note(lines[i]) {
+                    i += 1;
+                }
+                let item_end = (i + 1..end)
+                    .find(|&j| is_item(lines[j]) || is_note(lines[j]))
+                    .unwrap_or(end);
+                let name = lines
+                    .get(i)
+                    .map(|l| l.trim_start().trim_start_matches("- ").trim_start())
+                    .and_then(|l| l.strip_prefix("name:"))
+                    .map(|n| n.trim().trim_matches('"'));
+                // A name on a deeper line of the item (`- expression: ...` first).
+                let name = name.or_else(|| {
+                    (i + 1..item_end)
+                        .filter_map(|j| lines[j].trim_start().strip_prefix("name:"))
+                        .map(|n| n.trim().trim_matches('"'))
+                        .next()
+                });
+                if !name.is_some_and(|n| GENERATED.contains(&n)) {
+                    out.extend(lines[start..item_end].iter().map(owned));
+                }
+                i = item_end.max(i + 1);
+            }
+            out.extend(lines[end..].iter().map(owned));
+        }
+        None if generated.is_empty() => return Ok(manifest.to_string()),
+        None => {
+            let at = lines
+                .iter()
+                .position(|l| key(l, "settings:"))
+                .context("the manifest has neither spec.matchConditions nor spec.settings")?;
+            let level = indent(lines[at]);
+            out.extend(lines[..at].iter().map(owned));
+            out.push(format!("{}matchConditions:", " ".repeat(level)));
+            out.extend(block(level + 2));
+            out.extend(lines[at..].iter().map(owned));
+        }
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    Ok(text)
 }
 
 /// The kinds the policy's rules look up with these settings (the tools' own rules,

@@ -34,6 +34,23 @@ pub struct SettingsValidationResponse {
     pub message: Option<String>,
 }
 
+/// One webhook matchCondition, as the module writes it.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+pub struct MatchCondition {
+    pub name: String,
+    pub expression: String,
+}
+
+/// What the guest's `match_conditions` returns.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MatchConditions {
+    valid: bool,
+    message: Option<String>,
+    #[serde(default)]
+    match_conditions: Vec<MatchCondition>,
+}
+
 pub struct Policy {
     host: WapcHost,
     memory: MemoryGauge,
@@ -74,6 +91,21 @@ impl Policy {
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidationResponse> {
         let raw = self.call("validate_settings", &serde_json::to_vec(settings)?)?;
         serde_json::from_slice(&raw).context("validate_settings returned an unreadable answer")
+    }
+
+    /// The webhook matchConditions the module says its settings need (its own
+    /// `match_conditions` call, which no Kubewarden host makes): `(name, expression)` pairs.
+    pub fn match_conditions(&self, settings: &Value) -> Result<Vec<MatchCondition>> {
+        let raw = self.call("match_conditions", &serde_json::to_vec(settings)?)?;
+        let answer: MatchConditions = serde_json::from_slice(&raw)
+            .context("match_conditions returned an unreadable answer")?;
+        if !answer.valid {
+            bail!(
+                "the settings are not valid: {}",
+                answer.message.unwrap_or_default()
+            );
+        }
+        Ok(answer.match_conditions)
     }
 
     pub fn validate(&self, payload: &[u8]) -> Result<ValidationResponse> {

@@ -12,6 +12,8 @@ mod engine;
 mod host_capabilities;
 mod memory;
 mod metadata;
+#[cfg(all(test, feature = "selects"))]
+mod proof;
 #[cfg(feature = "race")]
 mod race;
 #[cfg(feature = "registry")]
@@ -115,6 +117,31 @@ enum Command {
         /// Request files (AdmissionRequest or AdmissionReview).
         #[arg(short = 'r', long = "request-path", required = true)]
         requests: Vec<PathBuf>,
+        /// Also judge each request with this module and the manifest's settings, every lookup
+        /// failing (so that it refuses all it could refuse): a request it refuses that is not
+        /// sent is a false skip, printed as `false skip FILE: message`, and the command fails.
+        /// A request the break-glass condition (`not-break-glass`) keeps out is no skip.
+        #[arg(long)]
+        judge: Option<String>,
+    },
+    /// Print the webhook matchConditions that a policy's settings need, as the module
+    /// generates them (the writes it judges: a CREATE that carries an owner marker, an UPDATE
+    /// that changes one; with bindings, every write of an owned object), for
+    /// spec.matchConditions; with --write, put them into the manifest.
+    MatchConditions {
+        /// The settings of this ClusterAdmissionPolicy manifest.
+        #[arg(long, conflicts_with_all = ["settings_json", "settings_path"])]
+        manifest: Option<PathBuf>,
+        /// Settings as a JSON string.
+        #[arg(long = "settings-json")]
+        settings_json: Option<String>,
+        /// Settings file, YAML or JSON.
+        #[arg(short = 's', long = "settings-path")]
+        settings_path: Option<PathBuf>,
+        /// Write the conditions into --manifest in place of the ones it carries.
+        #[arg(long, requires = "manifest")]
+        write: bool,
+        module: String,
     },
     #[cfg(feature = "race")]
     /// Race reconcilers over a real etcd through the API server's write path: ownership
@@ -670,17 +697,102 @@ fn run(cli: Cli) -> Result<()> {
             )?;
         }
         #[cfg(feature = "selects")]
-        Command::Selects { manifest, requests } => {
+        Command::Selects {
+            manifest,
+            requests,
+            judge,
+        } => {
             let manifest_text = read_text(&manifest)?;
+            let judge = match judge {
+                Some(module) => {
+                    let doc: serde_yaml::Value = serde_yaml::from_str(&manifest_text)
+                        .with_context(|| format!("{} is not YAML", manifest.display()))?;
+                    let settings: serde_json::Value =
+                        serde_json::to_value(&doc["spec"]["settings"])?;
+                    let settings = match settings {
+                        serde_json::Value::Null => serde_json::json!({}),
+                        s => s,
+                    };
+                    Some((Policy::load(&read_module(&module)?)?, settings))
+                }
+                None => None,
+            };
+            let mut false_skips = 0;
             for path in requests {
-                let request = review::read_request(&path)?;
-                let request: serde_json::Value = serde_json::from_str(request.raw.get())
+                let read = review::read_request(&path)?;
+                let request: serde_json::Value = serde_json::from_str(read.raw.get())
                     .with_context(|| format!("{} is not JSON", path.display()))?;
-                match deploy::selects(&manifest_text, &request)
+                let why = match deploy::selects(&manifest_text, &request)
                     .with_context(|| format!("{} on {}", manifest.display(), path.display()))?
                 {
-                    Ok(()) => println!("sent {}", path.display()),
-                    Err(why) => println!("not sent {}: {why}", path.display()),
+                    Ok(()) => {
+                        println!("sent {}", path.display());
+                        continue;
+                    }
+                    Err(why) => why,
+                };
+                println!("not sent {}: {why}", path.display());
+                // Break glass bypasses the policy by design: no skip of the selection's.
+                if why.contains(deploy::BREAK_GLASS) {
+                    continue;
+                }
+                if let Some((policy, settings)) = &judge {
+                    let answer = policy.validate(&validation_payload(&read.raw, settings))?;
+                    if !answer.accepted {
+                        false_skips += 1;
+                        println!(
+                            "false skip {}: {}",
+                            path.display(),
+                            answer.message.unwrap_or_default()
+                        );
+                    }
+                }
+            }
+            if false_skips > 0 {
+                bail!(
+                    "{false_skips} requests that the module refuses are not sent to it by {}",
+                    manifest.display()
+                );
+            }
+        }
+        Command::MatchConditions {
+            manifest,
+            settings_json,
+            settings_path,
+            write,
+            module,
+        } => {
+            let policy = Policy::load(&read_module(&module)?)?;
+            let text = manifest.as_deref().map(read_text).transpose()?;
+            let settings = match &text {
+                Some(text) => {
+                    let doc: serde_yaml::Value =
+                        serde_yaml::from_str(text).context("the manifest is not YAML")?;
+                    match serde_json::to_value(&doc["spec"]["settings"])? {
+                        serde_json::Value::Null => serde_json::json!({}),
+                        s => s,
+                    }
+                }
+                None => review::read_settings(settings_json.as_deref(), settings_path.as_deref())?,
+            };
+            let conditions = policy.match_conditions(&settings)?;
+            match (write, manifest, text) {
+                (true, Some(path), Some(text)) => {
+                    let updated = deploy::with_conditions(&text, &conditions)?;
+                    std::fs::write(&path, updated)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                }
+                _ if conditions.is_empty() => {
+                    println!("# none: these settings are judged on every write (stamp: true)")
+                }
+                _ => {
+                    println!("matchConditions:");
+                    for c in &conditions {
+                        println!("  - name: {}\n    expression: |-", c.name);
+                        for line in c.expression.lines() {
+                            println!("      {line}");
+                        }
+                    }
                 }
             }
         }
