@@ -302,7 +302,7 @@ def planted(extension_uid):
         (cm("gone-application", annotations={"argocd.argoproj.io/tracking-id":
                                              f"gone:/ConfigMap:{PLANTED_NS}/gone-application"}), "owner-gone"),
         (cm("bad-revision", labels=olm("ext-0"), annotations={"olm.operatorframework.io/revision": "01"}),
-         "refused-on-next-write"),
+         "refused-on-owner-change"),
     ]
 
 

@@ -155,8 +155,9 @@ version_of() {
   preset="$("$POLICY_HOST" verify-manifest "$ROOT/deploy/helm.yaml" "$POLICY")"
   race="$("$POLICY_HOST" verify-manifest "$ROOT/e2e-tests/cluster/race-helm-policy.yaml" "$POLICY")"
   assert_equal "$(jq -c .settings <<<"$race")" "$(jq -c .settings <<<"$preset")"
-  assert_equal "$(jq -c '.matchConditions | map(select(.name == "helm-owned"))' <<<"$race")" \
-    "$(jq -c '.matchConditions | map(select(.name == "helm-owned"))' <<<"$preset")"
+  assert_equal "$(jq -c '.matchConditions | map(select(.name == "ownership-change"))' <<<"$race")" \
+    "$(jq -c '.matchConditions | map(select(.name == "ownership-change"))' <<<"$preset")"
+  assert_equal "$(jq -c .rules <<<"$race")" "$(jq -c .rules <<<"$preset")"
 }
 
 # sends MANIFEST FIXTURE...: the API server sends each request to the policy (rules,
@@ -180,18 +181,22 @@ sends_not() {
   done
 }
 
-@test "each manifest sends only the objects its tool manages, and nothing from the break-glass group" {
-  sends olm-v1.yaml crd-owner-change.json crd-adopt.json crd-orphan.json clusterrole-create-namespaced-owner.json
-  sends_not olm-v1.yaml crd-unowned-update.json clusterrole-helm-release-change.json deployment-argocd-app-change.json crd-delete.json
+@test "each manifest sends only its tool's ownership changes, and nothing from the break-glass group" {
+  sends olm-v1.yaml crd-owner-change.json crd-adopt.json crd-orphan.json clusterrole-create-namespaced-owner.json \
+    crd-status-owner-change.json crd-owner-kind-added.json deployment-revision-2-after-3.json
+  # An ordinary write of an owned object (its markers as stored) stays in the API server.
+  sends_not olm-v1.yaml crd-same-owner-update.json crd-unowned-update.json clusterrole-helm-release-change.json \
+    deployment-argocd-app-change.json crd-delete.json
   sends helm.yaml clusterrole-helm-release-change.json clusterrole-helm-handover.json
-  sends_not helm.yaml crd-owner-change.json deployment-argocd-app-change.json deployment-flux-image-update.json
-  sends argocd.yaml deployment-argocd-app-change.json deployment-argocd-same-app.json deployment-argocd-instance-change.json
-  sends_not argocd.yaml deployment-chart-untracked.json deployment-argocd-break-glass.json crd-owner-change.json clusterrole-helm-release-change.json
-  # Label tracking (legacy) also sends objects a chart labelled but Argo CD does not track.
-  sends argocd-label-tracking.yaml deployment-argocd-instance-change.json deployment-chart-untracked.json
-  sends_not argocd-label-tracking.yaml crd-owner-change.json deployment-argocd-break-glass.json
-  sends flux.yaml deployment-flux-image-update.json deployment-flux-kustomization-change.json
-  sends_not flux.yaml crd-owner-change.json deployment-argocd-app-change.json
+  sends_not helm.yaml clusterrole-helm-same-release.json crd-owner-change.json deployment-argocd-app-change.json \
+    deployment-flux-image-update.json
+  sends argocd.yaml deployment-argocd-app-change.json deployment-argocd-instance-change.json
+  sends_not argocd.yaml deployment-argocd-same-app.json deployment-chart-untracked.json deployment-argocd-break-glass.json \
+    crd-owner-change.json clusterrole-helm-release-change.json
+  sends argocd-label-tracking.yaml deployment-argocd-instance-change.json
+  sends_not argocd-label-tracking.yaml deployment-chart-untracked.json crd-owner-change.json deployment-argocd-break-glass.json
+  sends flux.yaml deployment-flux-kustomization-change.json
+  sends_not flux.yaml deployment-flux-image-update.json crd-owner-change.json deployment-argocd-app-change.json
 }
 
 @test "every identity preset checks out: the validating ones route DELETE, the stamping one mutates" {
@@ -234,6 +239,63 @@ sends_not() {
   run --separate-stderr "$POLICY_HOST" verify-manifest "$BATS_TEST_TMPDIR/bad.yaml" "$POLICY"
   assert_failure
   [[ "$stderr" == *'spec.settings are not valid: ownerKindLabel "bad key"'* ]] || fail "$stderr"
+}
+
+@test "verify-manifest refuses a generated matchCondition missing, stale or of other settings, and --write mends each" {
+  local dir="$BATS_TEST_TMPDIR"
+  # Missing: deploy/helm.yaml without it.
+  python3 - "$ROOT/deploy/helm.yaml" "$dir/missing.yaml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+doc["spec"]["matchConditions"] = [c for c in doc["spec"]["matchConditions"] if c["name"] != "ownership-change"]
+yaml.safe_dump(doc, open(sys.argv[2], "w"))
+PY
+  # Stale: a key added to the settings, the condition left as it was.
+  sed 's|^      - meta.helm.sh/release-namespace$|      - meta.helm.sh/release-namespace\n      - example.com/release|' \
+    "$ROOT/deploy/helm.yaml" >"$dir/stale.yaml"
+  grep -q example.com/release "$dir/stale.yaml"
+  # Of other settings: the condition of a policy with bindings on one without.
+  sed 's/- name: ownership-change$/- name: owned-object/' "$ROOT/deploy/flux.yaml" >"$dir/other.yaml"
+  local manifest words
+  for manifest in missing stale other; do
+    case "$manifest" in
+      missing) words='spec.matchConditions lacks "ownership-change", which these settings generate' ;;
+      stale) words='spec.matchConditions "ownership-change" is not what these settings generate' ;;
+      other) words='spec.matchConditions lacks "ownership-change"' ;;
+    esac
+    run --separate-stderr "$POLICY_HOST" verify-manifest "$dir/$manifest.yaml" "$POLICY"
+    assert_failure
+    [[ "$stderr" == *"$words"* ]] || fail "$manifest: $stderr"
+    [[ "$stderr" == *"policy-host match-conditions --write MANIFEST MODULE"* ]] || fail "$manifest: $stderr"
+    run --separate-stderr "$POLICY_HOST" match-conditions --manifest "$dir/$manifest.yaml" --write "$POLICY"
+    assert_success
+    run --separate-stderr "$POLICY_HOST" verify-manifest "$dir/$manifest.yaml" "$POLICY"
+    assert_success
+  done
+  # A generated name its settings do not generate, beside the one they do.
+  sed 's/- name: not-break-glass$/- name: owned-object/' "$ROOT/deploy/flux.yaml" >"$dir/stray.yaml"
+  run --separate-stderr "$POLICY_HOST" verify-manifest "$dir/stray.yaml" "$POLICY"
+  assert_failure
+  [[ "$stderr" == *'spec.matchConditions "owned-object" is not one these settings generate'* ]] || fail "$stderr"
+}
+
+@test "match-conditions --write leaves every shipped manifest as it is, and prints a user's settings' conditions" {
+  local m copy
+  while read -r m; do
+    copy="$BATS_TEST_TMPDIR/$(basename "$m")"
+    cp "$ROOT/$m" "$copy"
+    "$POLICY_HOST" match-conditions --manifest "$copy" --write "$POLICY"
+    cmp "$ROOT/$m" "$copy" || fail "$m is not as its settings generate"
+  done < <(cd "$ROOT" && { find deploy -name '*.yaml' ! -path 'deploy/rbac/*'; echo e2e-tests/cluster/race-helm-policy.yaml; } | sort)
+  run --separate-stderr "$POLICY_HOST" match-conditions --settings-json \
+    '{"ownerLabels": ["team"], "ownerKindLabel": "", "revisionAnnotation": ""}' "$POLICY"
+  assert_success
+  assert_line --index 0 "matchConditions:"
+  assert_line --index 1 "  - name: ownership-change"
+  assert_output --partial "['team'].exists(k, k in object.metadata.labels)"
+  run --separate-stderr "$POLICY_HOST" match-conditions --settings-json '{"ownerLabels": []}' "$POLICY"
+  assert_failure
+  [[ "$stderr" == *"the settings are not valid"* ]] || fail "$stderr"
 }
 
 @test "docs/writers.md's binding example is the Flux tenants preset's settings, and valid" {

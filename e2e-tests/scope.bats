@@ -34,6 +34,16 @@ load common
   assert_quiet_accept
 }
 
+@test "an UPDATE that changes no owner marker stands as it was judged: a Namespace labelled against the scope rule before the policy" {
+  evaluate namespace-update-namespaced-owner-kept.json
+  assert_quiet_accept
+  # The object breaks the rule as it stands: its creation is refused, as the audit sees it.
+  jq '.operation = "CREATE" | .oldObject = null' "$FIXTURES/namespace-update-namespaced-owner-kept.json" >"$BATS_TEST_TMPDIR/create.json"
+  evaluate "$BATS_TEST_TMPDIR/create.json"
+  assert_rejected
+  assert_message_contains 'Namespace "widgets" is cluster-scoped'
+}
+
 @test "an empty ownerKindLabel turns the scope rules off" {
   evaluate clusterrole-create-namespaced-owner.json --settings-json '{"ownerKindLabel": ""}'
   assert_quiet_accept

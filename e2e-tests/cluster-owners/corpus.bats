@@ -62,13 +62,13 @@ gone-helm-release owner-gone
 gone-helmrelease owner-gone
 gone-kustomization owner-gone
 labels-and-release-of-two-extensions two-owners
-non-canonical-revision refused-on-next-write
+non-canonical-revision refused-on-owner-change
 planted-gone-clusterserviceversion-by-name owner-gone
-planted-namespaced-owner-kind refused-on-next-write
+planted-namespaced-owner-kind refused-on-owner-change
 release-the-helmrelease-does-not-install two-owners
 revision-of-another-extension two-owners
 two-tools two-owners
-unreadable-handover refused-on-next-write"
+unreadable-handover refused-on-owner-change"
 
 # owned: each (owner, object) pair of -o json's owners (stdin), one a line, sorted. Not made
 # unique: an API server before 1.22 serves Ingresses under extensions/v1beta1 and
@@ -153,7 +153,7 @@ owned() {
 preset_findings() {
   case "$1" in
     olm-v1) printf '%s\n' 'controller-of-another-extension two-owners' 'gone-clusterextension owner-gone' \
-      'non-canonical-revision refused-on-next-write' 'planted-namespaced-owner-kind refused-on-next-write' \
+      'non-canonical-revision refused-on-owner-change' 'planted-namespaced-owner-kind refused-on-owner-change' \
       'revision-of-another-extension two-owners' ;;
     olm-v0) printf '%s\n' 'gone-clusterserviceversion owner-gone' 'planted-gone-clusterserviceversion-by-name owner-gone' ;;
     flux) printf '%s\n' 'gone-kustomization owner-gone' ;;

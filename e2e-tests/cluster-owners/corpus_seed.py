@@ -394,13 +394,13 @@ PLANTED = [
                             {TRACKING: "planted_gone:/ConfigMap:planted/gone-application-in-any-namespace"})),
     ("owner-gone", manifest("ConfigMap", "gone-helm-release", PLANTED_NS, None,
                             {RELEASE: "gone", RELEASE_NS: PLANTED_NS})),
-    # refused-on-next-write: a cluster-scoped object of a namespaced owner kind (scope).
-    ("refused-on-next-write", manifest("ClusterRole", "planted-namespaced-owner-kind", None,
+    # refused-on-owner-change: a cluster-scoped object of a namespaced owner kind (scope).
+    ("refused-on-owner-change", manifest("ClusterRole", "planted-namespaced-owner-kind", None,
                                        {OLM_KIND: "Extension", OLM_NAME: "argocd"})),
-    # refused-on-next-write: a revision that is not canonical.
-    ("refused-on-next-write", manifest("ConfigMap", "non-canonical-revision", PLANTED_NS, EXT, {REVISION: "01"})),
-    # refused-on-next-write: a handover annotation that names no successor.
-    ("refused-on-next-write", manifest("ConfigMap", "unreadable-handover", PLANTED_NS, EXT, {HANDOVER: "argocd"})),
+    # refused-on-owner-change: a revision that is not canonical.
+    ("refused-on-owner-change", manifest("ConfigMap", "non-canonical-revision", PLANTED_NS, EXT, {REVISION: "01"})),
+    # refused-on-owner-change: a handover annotation that names no successor.
+    ("refused-on-owner-change", manifest("ConfigMap", "unreadable-handover", PLANTED_NS, EXT, {HANDOVER: "argocd"})),
 ]
 
 

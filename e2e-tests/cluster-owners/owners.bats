@@ -85,7 +85,7 @@ findings() { jq -r '.findings[] | "\(.object.name) \(.kind)"' <<<"$output" | sor
 @test "every planted finding is found, and nothing else" {
   owners -o json
   assert_equal "$status" 1
-  assert_equal "$(findings)" "$(printf '%s\n' 'bad-revision refused-on-next-write' 'orphaned owner-gone' \
+  assert_equal "$(findings)" "$(printf '%s\n' 'bad-revision refused-on-owner-change' 'orphaned owner-gone' \
     'two-controllers two-owners' 'two-tools two-owners')"
   # In the policy's words.
   run jq -r '.findings[] | select(.object.name == "two-tools") | .message' <<<"$output"
@@ -162,14 +162,14 @@ findings() { jq -r '.findings[] | "\(.object.name) \(.kind)"' <<<"$output" | sor
 @test "the ClusterRole of deploy/rbac is enough for a scan" {
   run --separate-stderr "$PLUGIN" --kubeconfig "$AUDITOR_KUBECONFIG" owners --preset "$ROOT/deploy/all-tools.yaml" -o json
   assert_equal "$status" 1
-  assert_equal "$(findings)" "$(printf '%s\n' 'bad-revision refused-on-next-write' 'orphaned owner-gone' \
+  assert_equal "$(findings)" "$(printf '%s\n' 'bad-revision refused-on-owner-change' 'orphaned owner-gone' \
     'two-controllers two-owners' 'two-tools two-owners')"
 }
 
 @test "what cannot be listed or checked is skipped and said, never fatal" {
   run --separate-stderr "$PLUGIN" --kubeconfig "$NARROW_KUBECONFIG" owners --preset "$ROOT/deploy/all-tools.yaml" -o json
   assert_equal "$status" 1
-  assert_equal "$(findings)" "$(printf '%s\n' 'bad-revision refused-on-next-write' 'orphaned owner-gone' \
+  assert_equal "$(findings)" "$(printf '%s\n' 'bad-revision refused-on-owner-change' 'orphaned owner-gone' \
     'two-controllers two-owners' 'two-tools two-owners')"
   run jq -r '.skipped[] | "\(.what): \(.reason)"' <<<"$output"
   assert_line --regexp '^secrets: cannot be listed: .*forbidden'

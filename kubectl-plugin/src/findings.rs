@@ -4,16 +4,17 @@
 //!   one owner; OLM v1's labels and its controller ownerReference naming two extensions; ...):
 //!   the rules judge a synthetic CREATE of the object's metadata, with lookups through the
 //!   API server, and the finding is their refusal;
-//! - refused on the next write: the rules judge a synthetic UPDATE that writes the object as
-//!   it is; what they refuse there (a cluster-scoped object of a namespaced owner kind, a
-//!   revision annotation that is not a revision, an unreadable handover annotation) the
-//!   object's tool will be refused on its next write;
+//! - refused on an owner change: what the object breaks as it stands (a cluster-scoped object
+//!   of a namespaced owner kind, a revision annotation that is not a revision, an unreadable
+//!   handover annotation; the rules crate's `standing`). The policy judges ownership changes,
+//!   so the object's tool keeps writing it as it is, but its next write that changes an owner
+//!   marker, or its creation again, is refused with that message;
 //! - owner gone: the owner object the keys name does not exist (`lookups`).
 
 use std::cell::RefCell;
 
 use serde::Serialize;
-use single_owner_policy::admission::validate_in;
+use single_owner_policy::admission::{standing, validate_in};
 use single_owner_policy::cluster::{Cluster, Failure, Get, List};
 
 use crate::lookups::OwnerRef;
@@ -25,7 +26,7 @@ use crate::preset::Model;
 pub enum FindingKind {
     TwoOwners,
     OwnerGone,
-    RefusedOnNextWrite,
+    RefusedOnOwnerChange,
 }
 
 impl FindingKind {
@@ -33,7 +34,7 @@ impl FindingKind {
         match self {
             FindingKind::TwoOwners => "two-owners",
             FindingKind::OwnerGone => "owner-gone",
-            FindingKind::RefusedOnNextWrite => "refused-on-next-write",
+            FindingKind::RefusedOnOwnerChange => "refused-on-owner-change",
         }
     }
 }
@@ -85,8 +86,8 @@ impl Cluster for Recording<'_> {
     }
 }
 
-/// What the rules refuse of the object: its next write (a no-op UPDATE) first, else its
-/// CREATE (a refusal there that its next write does not get: two owners).
+/// What the rules refuse of the object: what it breaks as it stands first (its next owner
+/// change meets it), else its CREATE (two owners).
 pub fn judged(
     model: &Model,
     object: &Object,
@@ -98,16 +99,17 @@ pub fn judged(
         cluster,
         failed: RefCell::new(Vec::new()),
     };
-    let refusal = |operation| {
-        let answer = validate_in(&object.payload(operation, &model.judging), &recording);
-        (!answer.accepted).then(|| answer.message.unwrap_or_else(|| "refused".into()))
-    };
-    let (kind, message) = match refusal("UPDATE") {
-        Some(message) => (FindingKind::RefusedOnNextWrite, message),
-        None => match refusal("CREATE") {
-            Some(message) => (FindingKind::TwoOwners, message),
-            None => return Judged::Accepted,
-        },
+    let create = object.payload("CREATE", &model.judging);
+    let (kind, message) = match standing(&create) {
+        Some(message) => (FindingKind::RefusedOnOwnerChange, on_owner_change(&message)),
+        None => {
+            let answer = validate_in(&create, &recording);
+            if answer.accepted {
+                return Judged::Accepted;
+            }
+            let message = answer.message.unwrap_or_else(|| "refused".into());
+            (FindingKind::TwoOwners, message)
+        }
     };
     if let Some(failed) = recording.failed.borrow().first() {
         return Judged::Unchecked(failed.clone());
@@ -118,6 +120,14 @@ pub fn judged(
         owners,
         message,
     })
+}
+
+/// The words of a standing refusal: what the next owner change meets.
+fn on_owner_change(refusal: &str) -> String {
+    format!(
+        "The policy judges ownership changes: the object is written as it is, but its next \
+         write that changes an owner marker, or its creation again, is refused: {refusal}"
+    )
 }
 
 /// The finding of an owner object that does not exist.
@@ -186,10 +196,10 @@ mod tests {
         &[(RELEASE, "web"), (RELEASE_NS, "apps")], None)]
     #[case::bad_revision(
         "ConfigMap", Some("apps"), &[(OLM_KIND, "ClusterExtension"), (OLM_NAME, "cm")], &[(REVISION, "01")],
-        Some((FindingKind::RefusedOnNextWrite, "which is not a revision")))]
+        Some((FindingKind::RefusedOnOwnerChange, "which is not a revision")))]
     #[case::cluster_scoped_for_a_namespaced_owner_kind(
         "ClusterRole", None, &[(OLM_KIND, "Extension"), (OLM_NAME, "cm")], &[],
-        Some((FindingKind::RefusedOnNextWrite, "is cluster-scoped, but its owner kind")))]
+        Some((FindingKind::RefusedOnOwnerChange, "is cluster-scoped, but its owner kind")))]
     fn the_policy_judges_the_object(
         #[case] kind: &str,
         #[case] ns: Option<&str>,

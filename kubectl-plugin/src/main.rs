@@ -3,7 +3,7 @@
 //!
 //! `owners` scans every listable type, metadata only, and prints each owner's objects and the
 //! findings: two owners, an owner that is gone, what the policy would refuse on the object's
-//! next write. `who-owns KIND/NAME` explains one object. Exit codes: 0 nothing found, 1
+//! next ownership change. `who-owns KIND/NAME` explains one object. Exit codes: 0 nothing found, 1
 //! findings, 2 could not run.
 //!
 //! Modules, by domain: `discovery` (types served), `listing` (pages of metadata), `owners`

@@ -161,7 +161,7 @@ mod tests {
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["findings", "owners", "skipped"]);
         let f = &v["findings"][0];
-        assert_eq!(f["kind"], "refused-on-next-write");
+        assert_eq!(f["kind"], "refused-on-owner-change");
         assert_eq!(f["object"]["kind"], "ConfigMap");
         assert_eq!(f["object"]["namespace"], "apps");
         assert!(f["owners"][0]["keys"].is_object());

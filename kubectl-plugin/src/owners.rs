@@ -136,11 +136,11 @@ impl Object {
         })
     }
 
-    /// A synthetic admission payload: a CREATE of the object, or an UPDATE that writes it
-    /// as it is (no-op), judged with `settings`. No writer is named.
+    /// A synthetic admission payload: a CREATE of the object, judged with `settings`. No
+    /// writer is named.
     pub fn payload(&self, operation: &str, settings: &[u8]) -> Vec<u8> {
         let object = self.as_json();
-        let mut request = json!({
+        let request = json!({
             "uid": "kubectl-single-owner",
             "operation": operation,
             "kind": {"group": self.group, "version": self.version, "kind": self.r.kind},
@@ -150,9 +150,6 @@ impl Object {
             "userInfo": {},
             "object": object,
         });
-        if operation == "UPDATE" {
-            request["oldObject"] = object;
-        }
         // The settings' bytes as they are (JSON the model wrote): read once per scan by the
         // rules' cache, never parsed again here.
         let mut out = Vec::with_capacity(512 + settings.len());

@@ -229,7 +229,7 @@ impl Judge<'_> {
                 // Unreadable metadata: the policy refuses every write of it.
                 findings.push(Finding {
                     object: object.r.clone(),
-                    kind: findings::FindingKind::RefusedOnNextWrite,
+                    kind: findings::FindingKind::RefusedOnOwnerChange,
                     owners: Vec::new(),
                     message: e,
                 });
@@ -419,7 +419,7 @@ pub mod tests {
         assert_eq!(
             found,
             [
-                ("bad-revision", FindingKind::RefusedOnNextWrite.as_str()),
+                ("bad-revision", FindingKind::RefusedOnOwnerChange.as_str()),
                 ("orphan", FindingKind::OwnerGone.as_str()),
                 ("two", FindingKind::TwoOwners.as_str()),
             ]
