@@ -13,7 +13,7 @@ OCI_REF ?= registry://ghcr.io/single-owner-policy/policies/single-owner:v$(VERSI
 .PHONY: all setup run host test e2e-tests lint lint-workflows fmt fmt-check test-all clean \
 	publish readme-test bench fuzz-smoke race race-smoke cluster-up cluster-down cluster-e2e cluster-race \
 	cluster-race-smoke cluster-latency cluster-olm cluster-olm-smoke kube-apiserver kubectl-plugin \
-	cluster-owners bench-owners bench-owners-smoke cluster-olm-v0 FORCE
+	cluster-owners bench-owners bench-owners-smoke cluster-olm-v0 proof-writes FORCE
 
 all: annotated-policy.wasm
 
@@ -93,6 +93,14 @@ test:
 	$(NEED_CLIPPY)
 	$(HOST_CARGO) test --workspace --profile host
 
+# The proof's generated marker changes (policy-host/src/proof.rs) as request files, for the
+# suites that send them through a real API server (e2e-tests/cluster/selection.py).
+proof-writes:
+	$(NEED_CLIPPY)
+	rm -rf target/proof-writes
+	PROOF_WRITES_DIR=$(CURDIR)/target/proof-writes $(HOST_CARGO) test --workspace --profile host -- \
+		--ignored --exact proof::write_the_generated_writes
+
 e2e-tests: annotated-policy.wasm $(HOST)
 	@./scripts/setup.sh test
 	KWCTL=$(KWCTL) bats e2e-tests/
@@ -136,7 +144,7 @@ cluster-down:
 
 # Every rule through kubectl, real Helm and the real API server, with the shipped manifests: the
 # one-tool presets, the identity presets, then the all-tools preset, each on a cluster of its own.
-cluster-e2e: annotated-policy.wasm $(HOST)
+cluster-e2e: annotated-policy.wasm $(HOST) proof-writes
 	@./scripts/setup.sh test
 	trap './scripts/cluster.sh down' EXIT; ./scripts/cluster.sh up && bats e2e-tests/cluster/ && \
 		./scripts/cluster.sh up deploy/identity/*.yaml && bats e2e-tests/cluster-identity/ && \

@@ -199,6 +199,7 @@ export READINESS_PORTS="$(free_ports "$backends")"
 export BACKENDS="$backends"
 export BACKEND_LOG="$dir/requests.jsonl"
 export POLICY_MODULE="$module"
+export MANIFESTS="$(realpath "${manifests[@]}" | tr '\n' ' ')"
 EOF
   local module_for=() m
   for m in ${MODULE_FOR:-}; do module_for+=(--module-for "$m"); done

@@ -98,3 +98,19 @@ api() {
   api_code="${output##*$'\n'}"
   output="${output%$'\n'*}"
 }
+
+# sent_as_predicted: the lifecycle corpus, every fixture and the proof's generated writes of each
+# policy of this cluster (`make proof-writes`), sent through the API server: each policy's
+# webhook gets exactly the writes `policy-host selects` predicts (e2e-tests/cluster/selection.py).
+sent_as_predicted() {
+  needs_request_log
+  local writes="$ROOT/target/proof-writes" corpus="$BATS_TEST_TMPDIR/corpus" m files=()
+  [ -d "$writes" ] || fail "no generated writes in $writes: make proof-writes (make cluster-e2e does)"
+  python3 "$ROOT/e2e-tests/corpus/corpus.py" build "$corpus"
+  for m in $MANIFESTS; do
+    files+=("$writes/$(basename "$m" .yaml)"/*.json)
+  done
+  run python3 "$ROOT/e2e-tests/cluster/selection.py" "$corpus"/*/*.json "$ROOT"/e2e-tests/fixtures/*.json "${files[@]}"
+  echo "# $(head -1 <<<"$output")" >&3
+  assert_success
+}

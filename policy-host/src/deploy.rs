@@ -274,6 +274,21 @@ fn lookups(settings: &Value) -> Vec<(String, (&'static str, &'static str))> {
     out
 }
 
+/// The manifest as kubewarden-controller makes its webhook before Kubernetes 1.30: without
+/// matchConditions (as YAML; only `selects` reads it).
+#[cfg(feature = "selects")]
+pub fn without_match_conditions(manifest: &str) -> Result<String> {
+    let mut doc: serde_yaml::Value =
+        serde_yaml::from_str(manifest).context("the manifest is not YAML")?;
+    if let Some(spec) = doc
+        .get_mut("spec")
+        .and_then(serde_yaml::Value::as_mapping_mut)
+    {
+        spec.remove("matchConditions");
+    }
+    Ok(serde_yaml::to_string(&doc)?)
+}
+
 #[cfg(feature = "selects")]
 /// Whether the API server would send `request` to the policy of `manifest`, and why not:
 /// its rules, its objectSelector (matched against the new and the old object, either

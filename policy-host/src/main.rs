@@ -123,6 +123,10 @@ enum Command {
         /// A request the break-glass condition (`not-break-glass`) keeps out is no skip.
         #[arg(long)]
         judge: Option<String>,
+        /// The API server's minor version (1.x): before 1.30 kubewarden-controller drops
+        /// matchConditions, and they select nothing.
+        #[arg(long = "kubernetes-minor", default_value = "30")]
+        kubernetes_minor: u32,
     },
     /// Print the webhook matchConditions that a policy's settings need, as the module
     /// generates them (the writes it judges: a CREATE that carries an owner marker, an UPDATE
@@ -701,8 +705,13 @@ fn run(cli: Cli) -> Result<()> {
             manifest,
             requests,
             judge,
+            kubernetes_minor,
         } => {
             let manifest_text = read_text(&manifest)?;
+            let manifest_text = match kubernetes_minor {
+                30.. => manifest_text,
+                _ => deploy::without_match_conditions(&manifest_text)?,
+            };
             let judge = match judge {
                 Some(module) => {
                     let doc: serde_yaml::Value = serde_yaml::from_str(&manifest_text)

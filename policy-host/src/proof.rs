@@ -123,9 +123,20 @@ impl Markers {
     }
 }
 
+/// Whether a label may hold `v` (the API server refuses any other value before admission).
+fn label_value(v: &str) -> bool {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+    v.is_empty()
+        || v.len() <= 63
+            && v.chars().all(ok)
+            && v.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && v.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
 /// A value for a key, from the few that mean something to the rules: owners, owner kinds,
-/// revisions (valid and not), successors, Argo CD tracking ids, and each in another case.
-fn value(keys: Vec<String>) -> impl Strategy<Value = String> {
+/// revisions (valid and not), successors, Argo CD tracking ids, and each in another case;
+/// for a label, those a label may hold.
+fn value(keys: Vec<String>, label: bool) -> impl Strategy<Value = String> {
     let mut pool: Vec<String> = [
         "a",
         "A",
@@ -154,6 +165,9 @@ fn value(keys: Vec<String>) -> impl Strategy<Value = String> {
     }
     if keys.len() >= 2 {
         pool.push(format!("{}=a,{}=ns", keys[0], keys[1]));
+    }
+    if label {
+        pool.retain(|v| label_value(v));
     }
     proptest::sample::select(pool)
 }
@@ -193,15 +207,18 @@ fn at_most_one_controller(mut refs: Vec<Value>) -> Vec<Value> {
     refs
 }
 
-fn pairs(keys: Vec<String>, values: Vec<String>) -> impl Strategy<Value = Vec<(String, String)>> {
-    proptest::collection::vec((proptest::sample::select(keys), value(values)), 0..4).prop_map(
-        |mut pairs| {
+fn pairs(
+    keys: Vec<String>,
+    values: Vec<String>,
+    label: bool,
+) -> impl Strategy<Value = Vec<(String, String)>> {
+    proptest::collection::vec((proptest::sample::select(keys), value(values, label)), 0..4)
+        .prop_map(|mut pairs| {
             // One value per key, as in a map.
             pairs.sort_by(|a, b| a.0.cmp(&b.0));
             pairs.dedup_by(|a, b| a.0 == b.0);
             pairs
-        },
-    )
+        })
 }
 
 fn markers(labels: Vec<String>, annotations: Vec<String>) -> impl Strategy<Value = Markers> {
@@ -211,10 +228,15 @@ fn markers(labels: Vec<String>, annotations: Vec<String>) -> impl Strategy<Value
         read
     };
     (
-        pairs(with(labels.clone(), &OTHER_LABELS), owner_keys.clone()),
+        pairs(
+            with(labels.clone(), &OTHER_LABELS),
+            owner_keys.clone(),
+            true,
+        ),
         pairs(
             with(annotations.clone(), &OTHER_ANNOTATIONS),
             owner_keys.clone(),
+            false,
         ),
         proptest::collection::vec(reference(), 0..3).prop_map(at_most_one_controller),
     )
@@ -242,9 +264,24 @@ fn changes(labels: Vec<String>, annotations: Vec<String>) -> impl Strategy<Value
         .chain(OTHER_ANNOTATIONS.iter().map(|k| (false, k.to_string())))
         .collect();
     let values: Vec<String> = labels.iter().chain(&annotations).cloned().collect();
+    let of = |label: bool| -> Vec<String> {
+        (keys.iter().filter(|(l, _)| *l == label))
+            .map(|(_, k)| k.clone())
+            .collect()
+    };
+    let (label_keys, annotation_keys) = (of(true), of(false));
     let key = proptest::sample::select(keys);
     let change = prop_oneof![
-        (key.clone(), value(values)).prop_map(|((l, k), v)| Change::Set(l, k, v)),
+        (
+            proptest::sample::select(label_keys),
+            value(values.clone(), true)
+        )
+            .prop_map(|(k, v)| Change::Set(true, k, v)),
+        (
+            proptest::sample::select(annotation_keys),
+            value(values, false)
+        )
+            .prop_map(|(k, v)| Change::Set(false, k, v)),
         key.clone().prop_map(|(l, k)| Change::Remove(l, k)),
         key.clone().prop_map(|(l, k)| Change::Upper(l, k)),
         key.prop_map(|(l, k)| Change::Empty(l, k)),
@@ -448,5 +485,30 @@ fn ordinary_writes_of_owned_objects_stay_in_the_api_server() {
             sent.is_err(),
             "{name} sends an ordinary write of an owned object"
         );
+    }
+}
+
+/// Writes the generated writes of every shipped manifest as AdmissionRequest files, for the
+/// suites that send them through a real API server (e2e-tests/cluster/selection.py): into
+/// `$PROOF_WRITES_DIR/<manifest>/<n>.json`, `$PROOF_WRITES_COUNT` each (default 60), from a
+/// fixed seed. Run by those suites: `cargo test -p policy-host proof::write -- --ignored`.
+#[test]
+#[ignore]
+fn write_the_generated_writes() {
+    use proptest::strategy::ValueTree;
+    let dir = PathBuf::from(std::env::var("PROOF_WRITES_DIR").expect("PROOF_WRITES_DIR"));
+    let count: usize = std::env::var("PROOF_WRITES_COUNT").map_or(60, |c| c.parse().unwrap());
+    for m in manifests() {
+        let stem = m.path.file_stem().unwrap().to_string_lossy().to_string();
+        let out = dir.join(&stem);
+        std::fs::create_dir_all(&out).unwrap();
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = writes(&m);
+        for n in 0..count {
+            let write = strategy.new_tree(&mut runner).unwrap().current();
+            let mut request = write.request();
+            request["uid"] = json!(format!("proof-{stem}-{n}"));
+            std::fs::write(out.join(format!("{n}.json")), request.to_string()).unwrap();
+        }
     }
 }
