@@ -1,52 +1,130 @@
 #!/usr/bin/env bash
-# `make cluster-latency`: what the policy adds to a write through a real kube-apiserver
-# (policy-host latency), against the null module's webhook in the same backend and against no
-# webhook, for deploy/olm-v1.yaml, deploy/all-tools.yaml and deploy/identity/olm-v1-operator.yaml,
-# each on a cluster of its own, with the writes that make their rules look something up (the
-# objects they look up: e2e-tests/cluster/lookup-*.yaml): with policy-host serve as the backend,
-# and again with policy-server when POLICY_SERVER is given.
+# `make cluster-latency`: what a preset costs a write through a real kube-apiserver. For
+# deploy/olm-v1.yaml, deploy/all-tools.yaml and deploy/identity/olm-v1-operator.yaml, each on a
+# cluster of its own (with the objects its writes make it look up: e2e-tests/cluster/lookup-*),
+# the same writes (policy-host latency: the ordinary UPDATE of an owned object, owner changes
+# with and without a lookup) are timed in interleaved blocks under each configuration:
+#   none      no policy at all
+#   vap       a ValidatingAdmissionPolicy with the same-owner rule in CEL over the preset's keys
+#             (Kubernetes 1.30+; not for the identity preset, which no VAP can express)
+#   shipped   the preset as shipped: its generated matchCondition sends only ownership changes
+#   before    the preset without its generated matchCondition: every write of an owned object
+#             reaches the policy, as before the condition
+# with policy-host serve as the backend, and again with policy-server when POLICY_SERVER is
+# given. The table (scripts/latency-table.py) goes to OUTPUT.
 #
 # usage: scripts/cluster-latency.sh OUTPUT
+# Environment: KUBE_APISERVER (1.30 or newer for the matchConditions and the VAP; older: the
+# blocks that need them are left out, saying so), POLICY_SERVER, LATENCY_BLOCKS (3),
+# LATENCY_WRITES (200 a block), LATENCY_PRESETS (all three).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$1"
 export CLUSTER_DIR="${CLUSTER_DIR:-$root/target/cluster-latency}"
 host="${POLICY_HOST:-$root/target/host/policy-host}"
-# policy-server runs only annotated modules (it needs the protocol version in the metadata).
-"$host" annotate -m "$root/metadata.yml" -o "$root/target/null-annotated.wasm" \
-  "$root/target/wasm32-wasip1/release/null_module.wasm"
-export MODULE_FOR="single-owner-null=file://$root/target/null-annotated.wasm"
+record="$root/target/cluster-latency.jsonl"
+blocks="${LATENCY_BLOCKS:-3}"
+writes="${LATENCY_WRITES:-200}"
+presets="${LATENCY_PRESETS:-olm-v1 all-tools olm-v1-operator}"
 policy_server="${POLICY_SERVER:-}"
+rm -f "$record"
 trap '"$root/scripts/cluster.sh" down' EXIT
 
-# measure BACKEND PRESET MANIFEST: a cluster with the backend the environment names and the
-# preset, the table on stdout.
+manifest_of() {
+  case "$1" in
+    olm-v1) echo deploy/olm-v1.yaml ;;
+    all-tools) echo deploy/all-tools.yaml ;;
+    olm-v1-operator) echo deploy/identity/olm-v1-operator.yaml ;;
+  esac
+}
+
+# configurations MANIFEST: the webhook configuration without the generated matchCondition
+# (before.json) and the VAP over the manifest's owner keys (vap.json), beside cluster.sh's
+# webhooks.json.
+configurations() {
+  python3 - "$1" "$CLUSTER_DIR/before.yaml" "$CLUSTER_DIR/vap.json" <<'PY'
+import json, sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+doc["spec"]["matchConditions"] = [c for c in doc["spec"].get("matchConditions", [])
+                                  if c["name"] not in ("ownership-change", "owned-object")]
+yaml.safe_dump(doc, open(sys.argv[2], "w"))
+settings = doc["spec"].get("settings") or {}
+schemes = settings.get("schemes") or [settings]
+labels, annotations = [], []
+for s in schemes:
+    labels += s.get("ownerLabels", ["olm.operatorframework.io/owner-kind", "olm.operatorframework.io/owner-name"]
+                    if s is settings and "schemes" not in settings else [])
+    annotations += s.get("ownerAnnotations", [])
+def kept(field, keys):
+    if not keys:
+        return "true"
+    o, n = f"oldObject.metadata.{field}", f"object.metadata.{field}"
+    return (f"{json.dumps(keys)}.all(k, !has({o}) || !(k in {o}) || !has({n}) || !(k in {n}) "
+            f"|| {n}[k] == {o}[k])")
+policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+          "metadata": {"name": "single-owner-latency-vap"},
+          "spec": {"failurePolicy": "Fail",
+                   "matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+                                                           "resources": ["*"], "operations": ["UPDATE"]}]},
+                   "validations": [{"expression": kept("labels", labels) + " && " + kept("annotations", annotations),
+                                    "message": "an object has a single owner"}]}}
+binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+           "metadata": {"name": "single-owner-latency-vap"},
+           "spec": {"policyName": "single-owner-latency-vap", "validationActions": ["Deny"]}}
+json.dump({"apiVersion": "v1", "kind": "List", "items": [policy, binding]}, open(sys.argv[3], "w"))
+PY
+  "$host" webhook "$CLUSTER_DIR/before.yaml" --url "https://127.0.0.1:$BACKEND_PORT" \
+    --ca-file "$CLUSTER_DIR/certs/ca.crt" --kubernetes-minor "$KUBERNETES_MINOR" \
+    --module "file://$POLICY_MODULE" >"$CLUSTER_DIR/before.json"
+}
+
+# switch MODE: the API server runs MODE's configuration, and has seen it.
+switch() {
+  local all=("$CLUSTER_DIR/webhooks.json" "$CLUSTER_DIR/before.json" "$CLUSTER_DIR/vap.json") f
+  for f in "${all[@]}"; do kubectl delete -f "$f" --ignore-not-found >/dev/null; done
+  case "$1" in
+    shipped) kubectl apply -f "$CLUSTER_DIR/webhooks.json" >/dev/null ;;
+    before) kubectl apply -f "$CLUSTER_DIR/before.json" >/dev/null ;;
+    vap) kubectl apply -f "$CLUSTER_DIR/vap.json" >/dev/null ;;
+  esac
+  # The API server's informers see a configuration within milliseconds here; the block's
+  # warm-up writes follow.
+  sleep 2
+}
+
+# measure BACKEND PRESET: the blocks of one preset, on a cluster of its own.
 measure() {
-  "$root/scripts/cluster.sh" up --apply "$root/e2e-tests/cluster/lookup-crds.yaml" "$root/$3" \
-    "$root/e2e-tests/cluster/null-policy.yaml" >&2
+  local backend="$1" preset="$2" manifest modes=(none shipped before) b mode installer
+  manifest="$(manifest_of "$preset")"
+  "$root/scripts/cluster.sh" up --apply "$root/e2e-tests/cluster/lookup-crds.yaml" \
+    --apply "$root/e2e-tests/cluster/lookup-objects.yaml" "$root/$manifest" >&2
   # shellcheck disable=SC1091
   source "$CLUSTER_DIR/env"
-  kubectl apply -f "$root/e2e-tests/cluster/lookup-objects.yaml" >&2
-  local installer
   installer="$(kubectl create token latency-installer -n default --duration 2h)"
-  "$host" latency --apiserver "${APISERVER_URLS%%,*}" --ca-file "$APISERVER_CA" \
-    --backend "$1" --preset "$2" --installer-token "$installer" ${LATENCY_FLAGS:-}
+  configurations "$root/$manifest"
+  if [ "$KUBERNETES_MINOR" -lt 30 ]; then
+    echo "cluster-latency: Kubernetes 1.$KUBERNETES_MINOR drops matchConditions and has no VAP: shipped and before are one, no vap" >&2
+    modes=(none before)
+  elif [ "$preset" != olm-v1-operator ]; then
+    modes=(none vap shipped before)
+  fi
+  for b in $(seq 1 "$blocks"); do
+    for mode in "${modes[@]}"; do
+      switch "$mode"
+      "$host" latency --apiserver "${APISERVER_URLS%%,*}" --ca-file "$APISERVER_CA" \
+        --backend "$backend" --preset "$preset" --mode "$mode" --writes "$writes" \
+        --installer-token "$installer" --record "$record"
+    done
+    echo "cluster-latency: $preset, $backend: block $b of $blocks" >&2
+  done
   "$root/scripts/cluster.sh" down >&2
 }
 
-# all BACKEND: every preset with one backend.
-all() {
-  measure "$1" olm-v1 deploy/olm-v1.yaml
-  echo
-  measure "$1" all-tools deploy/all-tools.yaml
-  echo
-  measure "$1" olm-v1-operator deploy/identity/olm-v1-operator.yaml
-}
-
-{
-  POLICY_SERVER="" all "policy-host serve"
+for preset in $presets; do
+  POLICY_SERVER="" measure "policy-host serve" "$preset"
   if [ -n "$policy_server" ]; then
-    echo
-    POLICY_SERVER="$policy_server" all "policy-server $("$policy_server" --version 2>/dev/null | head -1 | awk '{print $NF}')"
+    POLICY_SERVER="$policy_server" measure \
+      "policy-server $("$policy_server" --version 2>/dev/null | head -1 | awk '{print $NF}')" "$preset"
   fi
-} | tee "$out"
+done
+python3 "$root/scripts/latency-table.py" "$record" | tee "$out"

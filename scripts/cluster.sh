@@ -7,7 +7,8 @@
 #
 # usage: scripts/cluster.sh up [--apiservers N] [--backends N] [--apply FILE]... [--probe FILE]
 #                              [--storage-json] [MANIFEST...]
-#          --apply: applied before the webhooks (CRDs the tests write); --probe: an object the
+#          --apply: applied before the webhooks, in order (CRDs the tests write, objects of
+#          them the policies look up); --probe: an object the
 #          webhooks select, created with a dry run until each API server calls the backend;
 #          --storage-json: the API servers store every object as JSON in etcd (built-in kinds
 #          too, which they store as protobuf by default), so that a checker can read etcd
@@ -178,7 +179,9 @@ EOF
 
   local file
   for file in "${apply[@]}"; do
-    kubectl apply -f "$file" >&2
+    # Objects of the custom kinds an earlier file defined: once those CRDs are established.
+    kubectl apply -f "$file" >&2 ||
+      { kubectl wait --for condition=Established --timeout 30s crd --all >&2 && kubectl apply -f "$file" >&2; }
   done
   if [ ${#apply[@]} -gt 0 ]; then
     kubectl wait --for condition=Established --timeout 30s crd --all >&2

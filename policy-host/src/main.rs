@@ -270,8 +270,9 @@ enum Command {
         policy_server: Option<PathBuf>,
     },
     #[cfg(feature = "race")]
-    /// Time a small UPDATE through a kube-apiserver with this policy's webhook, with the null
-    /// module's in the same backend, and with none (see src/race/latency.rs).
+    /// Time one block of a preset's writes through a kube-apiserver, in the configuration it
+    /// runs now, each write appended to a record (see src/race/latency.rs,
+    /// scripts/cluster-latency.sh).
     Latency {
         /// The kube-apiserver's URL.
         #[arg(long)]
@@ -280,14 +281,18 @@ enum Command {
         token: String,
         #[arg(long = "ca-file")]
         ca_file: PathBuf,
-        #[arg(long, default_value = "500")]
-        updates: usize,
-        #[arg(long = "warm-up", default_value = "50")]
+        /// Writes of each kind in the block, after the warm-up.
+        #[arg(long, default_value = "200")]
+        writes: usize,
+        #[arg(long = "warm-up", default_value = "20")]
         warm_up: usize,
+        /// The configuration the API server runs, for the table.
+        #[arg(long)]
+        mode: String,
         /// The backend's name, for the table.
         #[arg(long, default_value = "policy-host serve")]
         backend: String,
-        /// The preset the cluster runs, whose writes are measured.
+        /// The preset whose writes are measured.
         #[arg(long, value_enum, default_value = "olm-v1")]
         preset: race::latency::Preset,
         /// The bearer token of ClusterExtension latency's installer (--preset olm-v1-operator).
@@ -297,6 +302,9 @@ enum Command {
             hide_env_values = true
         )]
         installer_token: Option<String>,
+        /// Append each write here, one JSON line.
+        #[arg(long)]
+        record: PathBuf,
     },
     /// Send raw bytes to a guest function and print its raw answer (for hostile inputs the
     /// API server would never send). Exits non-zero when the guest traps or errs.
@@ -678,11 +686,13 @@ fn run(cli: Cli) -> Result<()> {
             apiserver,
             token,
             ca_file,
-            updates,
+            writes,
             warm_up,
+            mode,
             backend,
             preset,
             installer_token,
+            record,
         } => {
             let cluster = race::apiserver::Cluster {
                 urls: vec![apiserver],
@@ -692,13 +702,15 @@ fn run(cli: Cli) -> Result<()> {
                 etcd: String::new(),
                 webhook_log: None,
             };
-            race::latency::latency(
-                &cluster,
+            let block = race::latency::Block {
                 preset,
-                installer_token.as_deref(),
-                (updates, warm_up),
-                &backend,
-            )?;
+                mode: &mode,
+                backend: &backend,
+                writes,
+                warm_up,
+                record: &record,
+            };
+            race::latency::latency(&cluster, &block, installer_token.as_deref())?;
         }
         #[cfg(feature = "selects")]
         Command::Selects {

@@ -1,17 +1,26 @@
-//! `policy-host latency`: what the policy adds to a write on the real chain. Small writes of a
-//! ConfigMap through the API server, timed at the client, in configurations that differ only
-//! in which webhook selects them: a preset's (`--preset`), the null module's in the same backend
-//! (a label the null policy's objectSelector selects, `e2e-tests/cluster/null-policy.yaml`), and
-//! none. Each preset's writes are the ones its rules judge: an UPDATE of an owned object (a
-//! merge patch of one annotation), and where a rule looks something up, the write that makes it
-//! do so: all-tools' CREATE of a Flux HelmRelease's object named by spec.releaseName (the
-//! HelmRelease looked up), the OLM v1 identity preset's UPDATE by an extension's installer (the
-//! ClusterExtension looked up). Every configuration is written in turn, so that what else the
-//! machine does falls on all alike.
+//! `policy-host latency`: what a preset costs a write on the real chain. Small writes of
+//! ConfigMaps through the API server, timed at the client over one keep-alive connection, one
+//! block at a time: `scripts/cluster-latency.sh` switches what the API server runs between
+//! blocks (no policy, a ValidatingAdmissionPolicy with the same-owner rule in CEL, the preset as
+//! shipped, the preset without its generated matchCondition as it was before) and calls this
+//! for each; every write of a block is recorded as one JSON line (`--record`), and
+//! `scripts/latency-table.py` makes the table of all blocks.
+//!
+//! The writes of each preset: the ordinary UPDATE of an owned object (a merge patch of its data:
+//! no marker changes, so the shipped preset decides it inside the API server), an UPDATE that
+//! changes the owner (the owner keys removed, then written back: an orphaning and an adoption,
+//! both accepted), and where a rule looks something up, an owner change that makes it do so
+//! (OLM v1's controller moving between its ClusterExtension and a boxcutter revision, the
+//! ClusterObjectSet looked up; all-tools' CREATE of a Flux HelmRelease's object with the Helm
+//! release its spec.releaseName names, the HelmRelease looked up; the identity preset's writes
+//! by an extension's installer, the ClusterExtension looked up). The writes of a round
+//! go in turn, so that what else the machine does falls on all alike.
 
+use std::io::Write as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::apiserver::{Api, Cluster};
@@ -19,165 +28,177 @@ use super::apiserver::{Api, Cluster};
 /// The presets measured.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Preset {
-    /// deploy/olm-v1.yaml: an UPDATE of an extension's object (no lookup).
+    /// deploy/olm-v1.yaml.
     OlmV1,
-    /// deploy/all-tools.yaml: an UPDATE (no lookup), and a CREATE of a HelmRelease's object
-    /// named by spec.releaseName (the HelmRelease `latency` in default looked up).
+    /// deploy/all-tools.yaml.
     AllTools,
-    /// deploy/identity/olm-v1-operator.yaml: an UPDATE by the installer of ClusterExtension
-    /// `latency` (the ClusterExtension looked up).
+    /// deploy/identity/olm-v1-operator.yaml: every write by the installer of ClusterExtension
+    /// `latency` (looked up).
     OlmV1Operator,
 }
 
-impl Preset {
-    fn manifest(self) -> &'static str {
-        match self {
-            Preset::OlmV1 => "deploy/olm-v1.yaml",
-            Preset::AllTools => "deploy/all-tools.yaml",
-            Preset::OlmV1Operator => "deploy/identity/olm-v1-operator.yaml",
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq)]
+/// What one write does to its object.
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Write {
-    Update,
-    Create,
+    /// A merge patch of the data: no marker changes.
+    Ordinary,
+    /// The owner keys removed, then written back, in turn.
+    OwnerChange,
+    /// The controller ownerReference between the ClusterExtension and its revision, in turn.
+    ControllerMoves,
+    /// A CREATE of a Flux HelmRelease's object with the Helm release keys its HelmRelease's
+    /// spec.releaseName names (deleted after each, unjudged).
+    CreateRelease,
 }
 
-/// One configuration: who selects it, what the write is, the object's keys.
+/// One kind of write, with its object and what the policy looks up for it.
 struct Case {
-    webhook: &'static str,
     write: Write,
-    lookup: &'static str,
     name: &'static str,
-    labels: Value,
-    annotations: Value,
+    lookup: &'static str,
     installer: bool,
 }
 
+const EXTENSION: [(&str, &str); 2] = [
+    ("olm.operatorframework.io/owner-kind", "ClusterExtension"),
+    ("olm.operatorframework.io/owner-name", "latency"),
+];
+const FLUX_HELM: [(&str, &str); 2] = [
+    ("helm.toolkit.fluxcd.io/name", "latency"),
+    ("helm.toolkit.fluxcd.io/namespace", "default"),
+];
+const RELEASE: [(&str, &str); 2] = [
+    ("meta.helm.sh/release-name", "latency-release"),
+    ("meta.helm.sh/release-namespace", "default"),
+];
+
+fn pairs(list: &[(&str, &str)]) -> Value {
+    Value::Object(
+        list.iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect(),
+    )
+}
+
+fn reference(kind: &str, name: &str) -> Value {
+    json!([{"apiVersion": "olm.operatorframework.io/v1", "kind": kind, "name": name,
+        "uid": "6c1b0a52-5b1f-4bd4-9a55-000000000001", "controller": true,
+        "blockOwnerDeletion": true}])
+}
+
 fn cases(preset: Preset) -> Vec<Case> {
-    let null = json!({"single-owner.kubewarden.io/latency": "null"});
-    let none = json!({"app": "latency"});
-    let extension = json!({"olm.operatorframework.io/owner-kind": "ClusterExtension",
-        "olm.operatorframework.io/owner-name": "latency"});
-    let case = |webhook, write, lookup, name, labels: &Value, installer| Case {
-        webhook,
+    let case = |write, name, lookup| Case {
         write,
-        lookup,
         name,
-        labels: labels.clone(),
-        annotations: json!({}),
-        installer,
+        lookup,
+        installer: false,
     };
-    let mut out = Vec::new();
     match preset {
-        Preset::OlmV1 | Preset::AllTools => {
-            out.push(case(
-                "policy",
-                Write::Update,
-                "none",
-                "latency-policy",
-                &extension,
-                false,
-            ));
-            out.push(case(
-                "null",
-                Write::Update,
-                "-",
-                "latency-null",
-                &null,
-                false,
-            ));
-            out.push(case(
-                "none",
-                Write::Update,
-                "-",
-                "latency-none",
-                &none,
-                false,
-            ));
-        }
-        Preset::OlmV1Operator => {
-            out.push(case(
-                "policy",
-                Write::Update,
-                "ClusterExtension latency (as its installer)",
-                "latency-policy",
-                &extension,
-                true,
-            ));
-            out.push(case(
-                "null",
-                Write::Update,
-                "-",
-                "latency-null",
-                &null,
-                true,
-            ));
-            out.push(case(
-                "none",
-                Write::Update,
-                "-",
-                "latency-none",
-                &none,
-                true,
-            ));
-        }
+        Preset::OlmV1 => vec![
+            case(Write::Ordinary, "latency-ordinary", "none"),
+            case(Write::OwnerChange, "latency-owner", "none"),
+            case(
+                Write::ControllerMoves,
+                "latency-controller",
+                "ClusterObjectSet latency-1",
+            ),
+        ],
+        Preset::AllTools => vec![
+            case(Write::Ordinary, "latency-ordinary", "none"),
+            case(Write::OwnerChange, "latency-owner", "none"),
+            case(
+                Write::ControllerMoves,
+                "latency-controller",
+                "ClusterObjectSet latency-1",
+            ),
+            case(
+                Write::CreateRelease,
+                "latency-release",
+                "HelmRelease default/latency (spec.releaseName)",
+            ),
+        ],
+        Preset::OlmV1Operator => vec![
+            Case {
+                installer: true,
+                ..case(
+                    Write::Ordinary,
+                    "latency-ordinary",
+                    "ClusterExtension latency (its installer)",
+                )
+            },
+            Case {
+                installer: true,
+                ..case(
+                    Write::OwnerChange,
+                    "latency-owner",
+                    "ClusterExtension latency (its installer)",
+                )
+            },
+        ],
     }
-    if let Preset::AllTools = preset {
-        let flux = json!({"helm.toolkit.fluxcd.io/name": "latency", "helm.toolkit.fluxcd.io/namespace": "default"});
-        let mut c = case(
-            "policy",
-            Write::Create,
-            "HelmRelease default/latency (spec.releaseName)",
-            "latency-policy-create",
-            &flux,
-            false,
-        );
-        c.annotations = json!({"meta.helm.sh/release-name": "latency-release",
-            "meta.helm.sh/release-namespace": "default"});
-        out.push(c);
-        out.push(case(
-            "null",
-            Write::Create,
-            "-",
-            "latency-null-create",
-            &null,
-            false,
-        ));
-        out.push(case(
-            "none",
-            Write::Create,
-            "-",
-            "latency-none-create",
-            &none,
-            false,
-        ));
+}
+
+/// The object a case writes, as first created.
+fn object(case: &Case) -> Value {
+    let mut metadata = json!({"name": case.name});
+    if case.write == Write::CreateRelease {
+        metadata["labels"] = pairs(&FLUX_HELM);
+        metadata["annotations"] = pairs(&RELEASE);
+    } else {
+        metadata["labels"] = pairs(&EXTENSION);
+        metadata["ownerReferences"] = reference("ClusterExtension", "latency");
     }
-    out
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {"k": "v"}})
 }
 
-fn quantile(sorted: &[Duration], q: f64) -> f64 {
-    let i = ((sorted.len().saturating_sub(1)) as f64 * q).round() as usize;
-    sorted.get(i).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+/// The merge patch of a case's `n`th write.
+fn patch(case: &Case, n: usize) -> Value {
+    let even = n.is_multiple_of(2);
+    let null_all = |list: &[(&str, &str)]| {
+        Value::Object(
+            list.iter()
+                .map(|(k, _)| (k.to_string(), Value::Null))
+                .collect(),
+        )
+    };
+    match case.write {
+        Write::Ordinary => json!({"data": {"k": n.to_string()}}),
+        Write::OwnerChange if even => json!({"metadata": {"labels": null_all(&EXTENSION)}}),
+        Write::OwnerChange => json!({"metadata": {"labels": pairs(&EXTENSION)}}),
+        Write::ControllerMoves if even => {
+            json!({"metadata": {"ownerReferences": reference("ClusterObjectSet", "latency-1")}})
+        }
+        Write::ControllerMoves => {
+            json!({"metadata": {"ownerReferences": reference("ClusterExtension", "latency")}})
+        }
+        Write::CreateRelease => Value::Null,
+    }
 }
 
-fn configmap(name: &str, case: &Case) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": case.labels, "annotations": case.annotations},
-        "data": {"k": "v"}})
+fn name(write: Write) -> &'static str {
+    match write {
+        Write::Ordinary => "ordinary UPDATE of an owned object",
+        Write::OwnerChange => "owner change (keys removed, written back)",
+        Write::ControllerMoves => "owner change (controller: extension <-> revision)",
+        Write::CreateRelease => "CREATE of a HelmRelease's object",
+    }
 }
 
-/// Measures `updates` writes of each configuration after `warm_up` each; prints the table.
-/// `installer` is the bearer token of the extension's installer (OLM v1 identity preset).
-pub fn latency(
-    cluster: &Cluster,
-    preset: Preset,
-    installer: Option<&str>,
-    (updates, warm_up): (usize, usize),
-    backend: &str,
-) -> Result<()> {
+/// What one block measures and where it goes.
+pub struct Block<'b> {
+    pub preset: Preset,
+    /// The configuration the API server runs (a label for the table).
+    pub mode: &'b str,
+    pub backend: &'b str,
+    pub writes: usize,
+    pub warm_up: usize,
+    pub record: &'b Path,
+}
+
+/// Measures one block: `writes` of each case after `warm_up`, each appended to the record as
+/// `{"preset", "mode", "backend", "write", "lookup", "ms"}`. `installer` is the bearer token of
+/// the extension's installer (the identity preset). The objects are created (or put back) first.
+pub fn latency(cluster: &Cluster, block: &Block, installer: Option<&str>) -> Result<()> {
     let path = "/api/v1/namespaces/default/configmaps";
     let admin = Api::for_resources(&cluster.urls[0], cluster, path)?;
     let as_installer = match installer {
@@ -193,7 +214,7 @@ pub fn latency(
         }
         None => None,
     };
-    let cases = cases(preset);
+    let cases = cases(block.preset);
     let api = |case: &Case| -> Result<&Api> {
         match (case.installer, &as_installer) {
             (false, _) => Ok(&admin),
@@ -201,81 +222,54 @@ pub fn latency(
             (true, None) => bail!("--preset olm-v1-operator needs --installer-token"),
         }
     };
-    for case in cases.iter().filter(|c| c.write == Write::Update) {
-        let answer = api(case)?.apply(case.name, "latency", &configmap(case.name, case))?;
+    for case in cases.iter().filter(|c| c.write != Write::CreateRelease) {
+        // Created whole, or put back whole with a server-side apply, by the case's writer.
+        let answer = api(case)?.apply(case.name, "latency", &object(case))?;
         if !matches!(answer.status, 200 | 201) {
             bail!("creating {}: {} {}", case.name, answer.status, answer.body);
         }
     }
-    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(updates); cases.len()];
-    for round in 0..warm_up + updates {
-        for (i, case) in cases.iter().enumerate() {
+    let mut record = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(block.record)
+        .with_context(|| format!("cannot open {}", block.record.display()))?;
+    for n in 0..block.warm_up + block.writes {
+        for case in &cases {
             let api = api(case)?;
-            let (start, answer) = match case.write {
-                Write::Update => {
-                    let patch = json!({"metadata": {"annotations": {"single-owner.kubewarden.io/seq": round.to_string()}}});
-                    let start = Instant::now();
-                    (start, api.merge_patch(case.name, &patch)?)
-                }
-                Write::Create => {
-                    let name = format!("{}-{round}", case.name);
-                    let object = configmap(&name, case);
-                    let start = Instant::now();
-                    (
-                        start,
-                        api.send(reqwest::Method::POST, "", "application/json", Some(&object))?,
-                    )
-                }
+            let (took, answer): (Duration, _) = if case.write == Write::CreateRelease {
+                let created = object(case);
+                let start = Instant::now();
+                let answer = api.send(
+                    reqwest::Method::POST,
+                    "",
+                    "application/json",
+                    Some(&created),
+                )?;
+                let took = start.elapsed();
+                api.send(
+                    reqwest::Method::DELETE,
+                    &format!("/{}", case.name),
+                    "",
+                    None,
+                )?;
+                (took, answer)
+            } else {
+                let patch = patch(case, n);
+                let start = Instant::now();
+                let answer = api.merge_patch(case.name, &patch)?;
+                (start.elapsed(), answer)
             };
-            let took = start.elapsed();
             if !matches!(answer.status, 200 | 201) {
                 bail!("writing {}: {} {}", case.name, answer.status, answer.body);
             }
-            if case.write == Write::Create {
-                let name = format!("/{}-{round}", case.name);
-                api.send(reqwest::Method::DELETE, &name, "", None)?;
-            }
-            if round >= warm_up {
-                times[i].push(took);
+            if n >= block.warm_up {
+                let line = json!({"preset": format!("{:?}", block.preset), "mode": block.mode,
+                    "backend": block.backend, "write": name(case.write), "lookup": case.lookup,
+                    "ms": took.as_secs_f64() * 1e3});
+                writeln!(record, "{line}")?;
             }
         }
-    }
-    println!(
-        "| webhook | backend | write | looked up | writes | p50 ms | p99 ms | p50 over no webhook ms | p50 over the null module |\n|---|---|---|---|---|---|---|---|---|"
-    );
-    let mut sorted = times;
-    for t in &mut sorted {
-        t.sort();
-    }
-    for (case, t) in cases.iter().zip(&sorted) {
-        let same = |webhook: &str| {
-            (cases.iter().zip(&sorted))
-                .find(|(c, _)| c.webhook == webhook && c.write == case.write)
-                .map_or(f64::NAN, |(_, t)| quantile(t, 0.5))
-        };
-        let (base, null) = (same("none"), same("null"));
-        let (what, by) = match case.webhook {
-            "policy" => (format!("this policy ({})", preset.manifest()), backend),
-            "null" => ("the null module, same backend".to_string(), backend),
-            _ => ("none".to_string(), "-"),
-        };
-        let write = match case.write {
-            Write::Update if case.installer => "UPDATE, as the installer",
-            Write::Update => "UPDATE",
-            Write::Create => "CREATE",
-        };
-        let over_null = match case.webhook {
-            "policy" => format!("{:+.1}%", (quantile(t, 0.5) / null - 1.0) * 100.0),
-            _ => "-".into(),
-        };
-        println!(
-            "| {what} | {by} | {write} | {} | {} | {:.2} | {:.2} | {:+.2} | {over_null} |",
-            case.lookup,
-            t.len(),
-            quantile(t, 0.5),
-            quantile(t, 0.99),
-            quantile(t, 0.5) - base
-        );
     }
     Ok(())
 }
