@@ -7,28 +7,37 @@
 #   none      no policy at all
 #   vap       a ValidatingAdmissionPolicy with the same-owner rule in CEL over the preset's keys
 #             (Kubernetes 1.30+; not for the identity preset, which no VAP can express)
+#   floor     the preset's webhook with one matchCondition, `false`: what the API server spends
+#             on any webhook it decides by a matchCondition (not for the identity preset)
 #   shipped   the preset as shipped: its generated matchCondition sends only ownership changes
 #   before    the preset without its generated matchCondition: every write of an owned object
 #             reaches the policy, as before the condition
 # with policy-host serve as the backend, and again with policy-server when POLICY_SERVER is
-# given. The table (scripts/latency-table.py) goes to OUTPUT.
+# given. Besides the client's times, each block records the API server's own time evaluating
+# the webhook's matchConditions per write they keep in it (its metric
+# apiserver_admission_match_condition_evaluation_seconds), which no noise of the machine moves.
+# etcd keeps its data on tmpfs (/dev/shm where there is one), so that the disk's syncs do not
+# drown a difference of a few percent. The table (scripts/latency-table.py) goes to OUTPUT.
 #
 # usage: scripts/cluster-latency.sh OUTPUT
 # Environment: KUBE_APISERVER (1.30 or newer for the matchConditions and the VAP; older: the
-# blocks that need them are left out, saying so), POLICY_SERVER, LATENCY_BLOCKS (3),
-# LATENCY_WRITES (200 a block), LATENCY_PRESETS (all three).
+# blocks that need them are left out, saying so), POLICY_SERVER, LATENCY_BLOCKS (15),
+# LATENCY_WRITES (100 of each kind a block), LATENCY_PRESETS (all three).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$1"
+if [ -z "${CLUSTER_DIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  CLUSTER_DIR="/dev/shm/single-owner-latency-$$"
+fi
 export CLUSTER_DIR="${CLUSTER_DIR:-$root/target/cluster-latency}"
 host="${POLICY_HOST:-$root/target/host/policy-host}"
 record="$root/target/cluster-latency.jsonl"
-blocks="${LATENCY_BLOCKS:-3}"
-writes="${LATENCY_WRITES:-200}"
+blocks="${LATENCY_BLOCKS:-15}"
+writes="${LATENCY_WRITES:-100}"
 presets="${LATENCY_PRESETS:-olm-v1 all-tools olm-v1-operator}"
 policy_server="${POLICY_SERVER:-}"
 rm -f "$record"
-trap '"$root/scripts/cluster.sh" down' EXIT
+trap '"$root/scripts/cluster.sh" down; case "$CLUSTER_DIR" in /dev/shm/single-owner-latency-*) rm -rf "$CLUSTER_DIR" ;; esac' EXIT
 
 manifest_of() {
   case "$1" in
@@ -76,16 +85,29 @@ PY
   "$host" webhook "$CLUSTER_DIR/before.yaml" --url "https://127.0.0.1:$BACKEND_PORT" \
     --ca-file "$CLUSTER_DIR/certs/ca.crt" --kubernetes-minor "$KUBERNETES_MINOR" \
     --module "file://$POLICY_MODULE" >"$CLUSTER_DIR/before.json"
+  jq '.items[].webhooks[].matchConditions = [{name: "floor", expression: "false"}]' \
+    "$CLUSTER_DIR/webhooks.json" >"$CLUSTER_DIR/floor.json"
+}
+
+# evaluations: the API server's matchConditions evaluations of the preset's webhook on UPDATE,
+# as "seconds count" (its metric; Kubernetes 1.30+).
+evaluations() {
+  kubectl get --raw /metrics | awk -v hook="$1" '
+    /^apiserver_admission_match_condition_evaluation_seconds_(sum|count)\{/ &&
+      index($0, "name=\"" hook "\"") && index($0, "operation=\"UPDATE\"") { v[$0 ~ /_sum/] = $2 }
+    END { printf "%s %s\n", (v[1] == "" ? 0 : v[1]), (v[0] == "" ? 0 : v[0]) }'
 }
 
 # switch MODE: the API server runs MODE's configuration, and has seen it.
 switch() {
-  local all=("$CLUSTER_DIR/webhooks.json" "$CLUSTER_DIR/before.json" "$CLUSTER_DIR/vap.json") f
-  for f in "${all[@]}"; do kubectl delete -f "$f" --ignore-not-found >/dev/null; done
+  local f
+  for f in webhooks before vap floor; do
+    kubectl delete -f "$CLUSTER_DIR/$f.json" --ignore-not-found >/dev/null
+  done
   case "$1" in
     shipped) kubectl apply -f "$CLUSTER_DIR/webhooks.json" >/dev/null ;;
-    before) kubectl apply -f "$CLUSTER_DIR/before.json" >/dev/null ;;
-    vap) kubectl apply -f "$CLUSTER_DIR/vap.json" >/dev/null ;;
+    none) ;;
+    *) kubectl apply -f "$CLUSTER_DIR/$1.json" >/dev/null ;;
   esac
   # The API server's informers see a configuration within milliseconds here; the block's
   # warm-up writes follow.
@@ -106,14 +128,23 @@ measure() {
     echo "cluster-latency: Kubernetes 1.$KUBERNETES_MINOR drops matchConditions and has no VAP: shipped and before are one, no vap" >&2
     modes=(none before)
   elif [ "$preset" != olm-v1-operator ]; then
-    modes=(none vap shipped before)
+    modes=(none vap floor shipped before)
   fi
+  local hook before after
+  hook="clusterwide-$(awk '/^  name: / {print $2; exit}' "$root/$manifest").kubewarden.admission"
   for b in $(seq 1 "$blocks"); do
     for mode in "${modes[@]}"; do
       switch "$mode"
+      before="$(evaluations "$hook")"
       "$host" latency --apiserver "${APISERVER_URLS%%,*}" --ca-file "$APISERVER_CA" \
         --backend "$backend" --preset "$preset" --mode "$mode" --writes "$writes" \
-        --installer-token "$installer" --record "$record"
+        --warm-up 10 --installer-token "$installer" --record "$record"
+      after="$(evaluations "$hook")"
+      jq -nc --arg preset "$preset" --arg mode "$mode" --arg backend "$backend" \
+        --arg before "$before" --arg after "$after" \
+        '($before | split(" ") | map(tonumber)) as $b | ($after | split(" ") | map(tonumber)) as $a |
+         {preset: $preset, mode: $mode, backend: $backend, evaluations: ($a[1] - $b[1]),
+          seconds: ($a[0] - $b[0])}' >>"$record"
     done
     echo "cluster-latency: $preset, $backend: block $b of $blocks" >&2
   done

@@ -181,15 +181,24 @@ impl Cel {
     }
 
     /// Whether the UPDATE changes a marker: a key present on one object only, or with two
-    /// values; the controller references that are markers, compared whole.
+    /// values; the controller references that are markers, compared whole. Each is looked for
+    /// only where the map or list that holds it changed at all: an ordinary write changes none
+    /// of them, and then costs three comparisons.
     fn changed(&self) -> String {
+        let whole = |field: &str, empty: &str| {
+            format!(
+                "(has(object.metadata.{field}) ? object.metadata.{field} : {empty}) !=\n    \
+                 (has(oldObject.metadata.{field}) ? oldObject.metadata.{field} : {empty})"
+            )
+        };
         let mut any: Vec<String> = (self.fields())
             .map(|(field, keys)| {
                 let on =
                     |x: &str| format!("has({x}.metadata.{field}) && k in {x}.metadata.{field}");
                 format!(
-                    "[{keys}].exists(k, {new} ?\n    !({old}) || \
-                     object.metadata.{field}[k] != oldObject.metadata.{field}[k] :\n    {old})",
+                    "{} &&\n    [{keys}].exists(k, {new} ?\n      !({old}) || \
+                     object.metadata.{field}[k] != oldObject.metadata.{field}[k] :\n      {old})",
+                    whole(field, "{}"),
                     new = on("object"),
                     old = on("oldObject"),
                 )
@@ -202,7 +211,12 @@ impl Cel {
                      {x}.metadata.ownerReferences.filter(r, {controller}) : [])"
                 )
             };
-            any.push(format!("{} !=\n    {}", refs("object"), refs("oldObject")));
+            any.push(format!(
+                "{} &&\n    {} !=\n    {}",
+                whole("ownerReferences", "[]"),
+                refs("object"),
+                refs("oldObject")
+            ));
         }
         match any.is_empty() {
             true => "false".into(),
