@@ -105,7 +105,7 @@ says() {
 }
 
 @test "docs/refusals.md: the refusal table names every rule's refusal and every warning the rules give" {
-  # Each outcome of the rules (src/owner.rs) that refuses or warns has a row; a new rule
+  # Each outcome of the rules (src/rules/same_owner.rs) that refuses or warns has a row; a new rule
   # without a row fails here.
   local table
   table="$(rows)"
@@ -129,18 +129,18 @@ says() {
   # And the rules give no refusal or warning beyond those: one per Transition that is not an
   # acceptance, plus the four checks of the new object.
   local outcomes
-  outcomes="$(grep -cE '^\s+Transition::[A-Za-z]+( \{[^}]*\})?( if [^=]*)? => Verdict::(reject|warn)\(' "$ROOT/src/same_owner.rs")"
-  [ "$outcomes" -eq 8 ] || fail "src/same_owner.rs judges $outcomes transitions with a refusal or warning; the table knows 8"
-  # Across tools: docs/refusals.md lists each answer of src/cross_tool.rs by its phrase; the
+  outcomes="$(grep -cE '^\s+Transition::[A-Za-z]+( \{[^}]*\})?( if [^=]*)? => Verdict::(reject|warn)\(' "$ROOT/src/rules/same_owner.rs")"
+  [ "$outcomes" -eq 8 ] || fail "src/rules/same_owner.rs judges $outcomes transitions with a refusal or warning; the table knows 8"
+  # Across tools: docs/refusals.md lists each answer of src/rules/cross_tool.rs by its phrase; the
   # four of adoption and orphaning are the rows above.
   local listed phrase
   listed="$(across | grep -c '^- ')"
   while IFS= read -r phrase; do
-    grep -qF -- "$phrase" "$ROOT/src/cross_tool.rs" || fail "docs/refusals.md lists '$phrase', which src/cross_tool.rs does not say"
+    grep -qF -- "$phrase" "$ROOT/src/rules/cross_tool.rs" || fail "docs/refusals.md lists '$phrase', which src/rules/cross_tool.rs does not say"
   done < <(across | sed -n 's/^- [^`]*`\([^`]*\)`.*/\1/p')
-  outcomes="$(grep -cE 'Verdict::(reject|warn)\(' "$ROOT/src/cross_tool.rs")"
+  outcomes="$(grep -cE 'Verdict::(reject|warn)\(' "$ROOT/src/rules/cross_tool.rs")"
   [ "$outcomes" -eq $((listed + 4)) ] ||
-    fail "src/cross_tool.rs answers with $outcomes refusals or warnings; docs/refusals.md lists $listed, and adoption and orphaning are 4"
+    fail "src/rules/cross_tool.rs answers with $outcomes refusals or warnings; docs/refusals.md lists $listed, and adoption and orphaning are 4"
 }
 
 @test "README: each answer met most quotes a row of docs/refusals.md's table" {

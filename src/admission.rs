@@ -14,12 +14,12 @@ use std::rc::Rc;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
-use crate::cluster::{Cluster, Host};
-use crate::json::same_bytes;
-use crate::request::{Payload, read_payload};
+use crate::reading::json::same_bytes;
+use crate::reading::request::{Payload, read_payload};
 use crate::rules::Rules;
+use crate::rules::verdict::Verdict;
 use crate::settings::Settings;
-use crate::verdict::Verdict;
+use crate::tools::cluster::{Cluster, Host};
 
 /// HTTP status for a request the policy cannot read: the client has to fix the request.
 pub const BAD_REQUEST: u16 = 400;
@@ -149,7 +149,7 @@ pub fn answer(payload: &[u8]) -> Vec<u8> {
 /// A JSON string, or `null`.
 fn json_string_or_null(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
-        Some(s) => crate::json::write_string(out, s),
+        Some(s) => crate::reading::json::write_string(out, s),
         None => out.extend_from_slice(b"null"),
     }
 }
@@ -220,7 +220,10 @@ pub fn match_conditions(payload: &[u8]) -> Vec<u8> {
         match_conditions: Vec<Condition<'c>>,
     }
     let settings = Settings::from_json(payload).and_then(|s| s.validate().map(|()| s));
-    let condition = settings.as_ref().ok().and_then(crate::markers::condition);
+    let condition = settings
+        .as_ref()
+        .ok()
+        .and_then(crate::owners::markers::condition);
     let answer = Answer {
         valid: settings.is_ok(),
         message: settings.as_ref().err().cloned(),

@@ -1,37 +1,28 @@
 //! single-owner-policy: a Kubewarden policy that keeps one owner per object.
 //!
-//! This file holds only the waPC entry points. `admission` answers them: it reads the request
-//! (`request`, with the reader in `json`), checks the settings (`settings`, the whole schema)
-//! and applies `rules`. Who owns an object under which tool is `owners`; each rule family has
-//! a module of its own: `same_owner` (the invariant within a tool, with revision fencing and
-//! handover), `cross_tool` (one owner across tools), `scope`, `writers` (who may write an
-//! owner's objects, with `identity`, `writer` and `pattern`) and `stamping` (with `splice`);
-//! `verdict` is their answer and `describe` how their messages name things. `tools` holds each
-//! tool's own lifecycle rules, and `cluster` what they look up (Kubewarden's `kubernetes` host
-//! capability).
+//! This file holds only the waPC entry points. `admission` answers them: it reads the payload,
+//! checks the settings (`settings`, the whole schema in one struct) and applies the rules. The
+//! rest is four parts, a folder each, each using only those below it:
+//!
+//! - `rules`: the order the rule families judge a request in, each family a module of its own
+//!   (the same-owner invariant with fencing and handover, one owner across tools, the scope
+//!   rules, the controller ownerReference, who writes, stamping), their verdict and words;
+//! - `owners`: the owner model, who owns an object under which tool, and its `markers`, what a
+//!   write must change to be judged at all (and the webhook's matchCondition that says so);
+//! - `tools`: each tool's own lifecycle rules, and what they look up in the cluster
+//!   (`tools::cluster`, Kubewarden's `kubernetes` host capability);
+//! - `reading`: the request, read without building a tree of it (`reading::json`), only what
+//!   the rules need.
+
+/// The policy's version (its crate's, the release's).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod admission;
-pub mod cluster;
-mod controller;
-mod cross_tool;
-mod describe;
-pub mod identity;
-pub mod json;
-pub mod markers;
-mod message;
 pub mod owners;
-mod pattern;
-pub mod request;
+pub mod reading;
 pub mod rules;
-mod same_owner;
-mod scope;
 pub mod settings;
-mod splice;
-mod stamping;
 pub mod tools;
-pub mod verdict;
-mod writer;
-mod writers;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{CallResult, register_function};

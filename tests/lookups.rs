@@ -5,7 +5,7 @@
 use rstest::rstest;
 use serde_json::{Value, json};
 use single_owner_policy::admission::{self, FORBIDDEN};
-use single_owner_policy::cluster::Nowhere;
+use single_owner_policy::tools::cluster::Nowhere;
 
 #[path = "support/cluster.rs"]
 mod cluster;

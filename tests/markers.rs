@@ -1,4 +1,4 @@
-//! The owner markers besides the keys (`src/controller.rs`, `tools::argocd::INSTALLATION_ID`):
+//! The owner markers besides the keys (`src/rules/controller.rs`, `tools::argocd::INSTALLATION_ID`):
 //! OLM v1's controller ownerReference must name the extension its labels name, boxcutter's
 //! revisions looked up, and Argo CD's installation id tells two installations apart; the
 //! tools' own writes of those markers pass. Through `admission::validate_in`, with the

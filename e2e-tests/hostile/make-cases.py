@@ -121,7 +121,7 @@ case("bad-escape-in-revision", "validate", req(obj(annotations=f'{{"{REVISION}":
 case("control-character-in-name", "validate", req(obj(metadata_extra=',"namespace":"a\x01b"'), obj()), "reject", "control character")
 case("invalid-utf8-in-operation", "validate", req(operation="@@").encode().replace(b"@@", b"\xff"), "reject", "not valid UTF-8")
 # Invalid text in what they skip: only the structure of a skipped value is checked (see
-# src/json/structural.rs); policy-server never sends such a payload.
+# src/reading/json/structural.rs); policy-server never sends such a payload.
 case("invalid-utf8-in-spec", "validate", req(obj(owner("a"), spec='{"x":"@@"}'), obj(owner("a"))).encode().replace(b"@@", b"\xff"), "accept")
 case("invalid-utf8-in-other-label", "validate", req(obj('{"k":"@@"}'), obj()).encode().replace(b"@@", b"\xc3\x28"), "accept")
 case("bad-escape-in-spec", "validate", req(obj(spec='{"x":"\\q"}'), obj()), "accept")

@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use single_owner_policy::{admission, json::Reader};
+use single_owner_policy::{admission, reading::json::Reader};
 
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')

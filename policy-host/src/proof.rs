@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use single_owner_policy::admission::{Answer, judge_in};
-use single_owner_policy::cluster::{Cluster, Get, List};
+use single_owner_policy::tools::cluster::{Cluster, Get, List};
 
 use crate::deploy::selects;
 

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
 
-use crate::cluster::{Cluster, Get, described, fields, missed};
+use crate::tools::cluster::{Cluster, Get, described, fields, missed};
 
 /// helm-controller's labels, naming the HelmRelease.
 pub const NAME: &str = "helm.toolkit.fluxcd.io/name";

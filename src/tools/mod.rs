@@ -7,6 +7,7 @@
 //! values, not the policy's owner model, which uses them.
 
 pub mod argocd;
+pub mod cluster;
 pub mod flux_helm;
 pub mod olm_v0;
 pub mod olm_v1;
@@ -51,3 +52,10 @@ pub fn alias_rule_keys(rule: &str) -> Option<(&'static [&'static str], &'static 
 
 /// The tools whose owners name an installer (`writers.installer`).
 pub const INSTALLER_TOOLS: [&str; 1] = ["olm-v1"];
+
+/// Whether `tool` sets a controller ownerReference on the objects it owns: only OLM v1 does
+/// (OLM v0's references to a ClusterServiceVersion are not controllers; Helm, Flux and Argo CD
+/// set none).
+pub fn sets_controller(tool: &str) -> bool {
+    tool == "olm-v1"
+}

@@ -19,7 +19,7 @@
 //! alone, names no namespace: then B is found by name across the cluster (its copies in
 //! target namespaces, labelled `olm.copiedFrom`, left out).
 
-use crate::cluster::{Cluster, Failure, Get, List, described, fields, items, missed};
+use crate::tools::cluster::{Cluster, Failure, Get, List, described, fields, items, missed};
 
 pub const OWNER: &str = "olm.owner";
 pub const OWNER_NAMESPACE: &str = "olm.owner.namespace";

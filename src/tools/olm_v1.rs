@@ -25,7 +25,7 @@
 //! write (package-operator/boxcutter v0.14.0 `machinery/objects.go`). A revision's name is not
 //! trusted to name its extension: it is looked up.
 
-use crate::cluster::{Cluster, Get, described, fields, missed};
+use crate::tools::cluster::{Cluster, Get, described, fields, missed};
 
 /// operator-controller's label naming the ClusterExtension that owns an object.
 pub const OWNER_NAME: &str = "olm.operatorframework.io/owner-name";

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use single_owner_policy::cluster::{Cluster, Get, List};
+use single_owner_policy::tools::cluster::{Cluster, Get, List};
 
 /// Objects by (kind, name, namespace), lists by their field selector; `Err` answers for the
 /// lookups named in `failing`.

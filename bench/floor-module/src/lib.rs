@@ -3,7 +3,7 @@
 //! payload, or one whose brackets do not balance, must be rejected, and brackets inside
 //! strings do not count, so every byte is classified at least once: its quotes, backslashes
 //! and brackets. This module runs exactly the policy's own structural pass
-//! (`src/json/structural.rs`, included by path, not copied) over the whole payload, then
+//! (`src/reading/json/structural.rs`, included by path, not copied) over the whole payload, then
 //! answers a constant. It reads no field: what `make bench` shows above this floor is the
 //! cost of reading the request and applying the rules.
 //!
@@ -16,10 +16,10 @@
 
 // `structural` finds `simd` as its parent's module, as in the policy's `json` module.
 #[allow(dead_code)]
-#[path = "../../../src/json/simd.rs"]
+#[path = "../../../src/reading/json/simd.rs"]
 mod simd;
 #[allow(dead_code)]
-#[path = "../../../src/json/structural.rs"]
+#[path = "../../../src/reading/json/structural.rs"]
 mod structural;
 
 use wapc_guest::{CallResult, register_function};

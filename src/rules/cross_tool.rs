@@ -11,11 +11,11 @@
 //! owner on an object created with them all; a change of either, their keys coming or going
 //! included, is a change of owner.
 
-use crate::describe::{OwnerKeys, OwnerOf, Owners, Selector, Subject};
-use crate::message::{Part, message, text};
 use crate::owners::{Marks, Owned, Related, Schemes};
+use crate::rules::describe::{OwnerKeys, OwnerOf, Owners, Selector, Subject};
+use crate::rules::message::{Part, message, text};
+use crate::rules::verdict::Verdict;
 use crate::settings::Settings;
-use crate::verdict::Verdict;
 
 /// Where an object stands across tools: the owners it carries, and the successor it names.
 struct Across<'m> {

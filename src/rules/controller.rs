@@ -21,26 +21,13 @@
 //! ClusterServiceVersion are not controllers, and Helm, Flux and Argo CD set none
 //! (docs/tools.md).
 
-use crate::cluster::Cluster;
-use crate::describe::{Owners, Subject};
-use crate::message::{Part, Quoted, message, text};
-use crate::owners::{Marks, Owned, Related, Schemes};
+use crate::owners::{Marks, Owned, Reference, Related, Schemes};
+use crate::rules::describe::{Owners, Subject};
+use crate::rules::message::{Part, Quoted, message, text};
+use crate::rules::verdict::Verdict;
 use crate::settings::{OLM_OWNER_KIND_LABEL, Settings};
+use crate::tools::cluster::Cluster;
 use crate::tools::olm_v1;
-use crate::verdict::Verdict;
-
-/// Whether `tool` sets a controller ownerReference on the objects it owns.
-pub fn sets_controller(tool: &str) -> bool {
-    tool == "olm-v1"
-}
-
-/// An object's controller ownerReference, as read (`owners::Marks::controller`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reference<'m> {
-    pub api_version: &'m str,
-    pub kind: &'m str,
-    pub name: &'m str,
-}
 
 /// `ClusterExtension "x"`, as the messages name a reference.
 impl Part for Reference<'_> {
@@ -96,7 +83,7 @@ pub fn judge(j: &Judging, subject: &Subject, old: Option<&Marks>, new: &Marks) -
     let owners = new.owners(j.schemes);
     let extension = |r: &Reference| {
         olm_v1::extension_of(j.cluster, (r.api_version, r.kind, r.name)).map_err(|e| {
-            if crate::cluster::Failure::of(&e) == crate::cluster::Failure::NotFound {
+            if crate::tools::cluster::Failure::of(&e) == crate::tools::cluster::Failure::NotFound {
                 return Verdict::reject(message!(
                     subject,
                     ": its controller ownerReference ",
@@ -114,7 +101,7 @@ pub fn judge(j: &Judging, subject: &Subject, old: Option<&Marks>, new: &Marks) -
                 " names could not be checked, and the policy refuses what it cannot check: ",
                 e.trim_end_matches('.'),
                 ". ",
-                crate::cluster::Failure::of(&e).remedy(),
+                crate::tools::cluster::Failure::of(&e).remedy(),
             ))
         })
     };

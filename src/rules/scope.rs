@@ -3,10 +3,10 @@
 //! namespaced `Extension` cannot own a CRD), and, where a namespace label is set, a namespaced
 //! owner owns only objects in its own namespace.
 
-use crate::describe::{AllowedKinds, Subject, Tool};
-use crate::message::{Quoted, message};
 use crate::owners::{Marks, Schemes};
-use crate::request::Request;
+use crate::reading::request::Request;
+use crate::rules::describe::{AllowedKinds, Subject, Tool};
+use crate::rules::message::{Quoted, message};
 
 /// The first scope rule the new object breaks, under any scheme.
 pub fn check(

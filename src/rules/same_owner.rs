@@ -11,15 +11,15 @@
 //! Where the scheme's tool has such a rule, a change of owner is looked up before it is
 //! called one.
 
-use crate::cluster::Cluster;
-use crate::describe::{
+use crate::owners::{Marks, Owned, Owner, Scheme, Schemes};
+use crate::rules::describe::{
     AllOwnerKeys, HandoverRoute, OwnerKeys, Pairs, SelectorExample, Subject, Tool,
 };
-use crate::message::{Quoted, message};
-use crate::owners::{Marks, Owned, Owner, Scheme, Schemes};
+use crate::rules::message::{Quoted, message};
+use crate::rules::verdict::Verdict;
 use crate::settings::Settings;
+use crate::tools::cluster::Cluster;
 use crate::tools::olm_v0;
-use crate::verdict::Verdict;
 
 /// A revision: a canonical non-negative decimal integer that fits in 64 bits ("0", "17";
 /// not "+1", "01", "1.0", " 3" or ""), as boxcutter writes it with `strconv.FormatInt`.
@@ -154,7 +154,7 @@ pub fn judge(
                      not be checked, and the policy refuses what it cannot check: {}. {}",
                     scheme.tool,
                     e.trim_end_matches('.'),
-                    crate::cluster::Failure::of(&e).remedy()
+                    crate::tools::cluster::Failure::of(&e).remedy()
                 ))
             }
         }

@@ -2,8 +2,7 @@
 //! (`{serviceAccount.namespace}`, `{serviceAccount.name}`, `{username}`) and an optional final
 //! `*`. Parsed when the settings are validated, resolved against each writer when they apply.
 
-use crate::message::{Part, text};
-use crate::writer::Writer;
+use crate::reading::request::Writer;
 
 /// A binding's value for one owner key: text and parts of the writer's identity, and
 /// optionally a final `*` that matches any rest.
@@ -11,6 +10,8 @@ use crate::writer::Writer;
 pub struct Pattern {
     pieces: Vec<Piece>,
     prefix: bool,
+    /// The value as written in the settings (how messages name the pattern).
+    written: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +71,16 @@ impl Pattern {
         if value.is_empty() {
             pieces.push(Piece::Text(String::new()));
         }
-        Ok(Pattern { pieces, prefix })
+        Ok(Pattern {
+            pieces,
+            prefix,
+            written: value.to_string(),
+        })
+    }
+
+    /// The value as written in the settings.
+    pub fn written(&self) -> &str {
+        &self.written
     }
 
     /// Whether the value ends in `*` (matches any rest), so binds to many owners.
@@ -124,22 +134,5 @@ impl Pattern {
     pub(crate) fn binds(&self, writer: &Writer, value: &str) -> bool {
         self.resolve(writer)
             .is_some_and(|resolved| self.matches_resolved(&resolved, value))
-    }
-}
-
-impl Part for Pattern {
-    fn write_to(&self, out: &mut String) {
-        for piece in &self.pieces {
-            match piece {
-                Piece::Text(t) => text(out, t),
-                placeholder => {
-                    let name = PLACEHOLDERS.iter().find(|(_, p)| p == placeholder);
-                    text(out, name.map_or("", |(n, _)| n));
-                }
-            }
-        }
-        if self.prefix {
-            text(out, "*");
-        }
     }
 }

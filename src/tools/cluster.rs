@@ -15,7 +15,7 @@
 
 use std::cell::RefCell;
 
-use crate::json::{Reader, write_string};
+use crate::reading::json::{Reader, write_string};
 
 /// One object to look up: an `apiVersion` and `kind` the policy was granted, a name, and a
 /// namespace unless the kind is cluster-scoped.
@@ -289,7 +289,7 @@ fn read_fields(
     depth: usize,
     active: &[usize],
     out: &mut [Option<String>],
-) -> crate::json::Result<()> {
+) -> crate::reading::json::Result<()> {
     if r.null()? {
         return Ok(());
     }

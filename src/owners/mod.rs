@@ -20,10 +20,12 @@
 //! HelmRelease installs) is decided per request, from the keys where they decide it and by a
 //! lookup where they do not (`Related`).
 
-use crate::cluster::Cluster;
-use crate::json::Str;
-use crate::request::Wanted;
+pub mod markers;
+
+use crate::reading::json::Str;
+use crate::reading::request::Wanted;
 use crate::settings::{Scheme as SchemeSettings, Settings};
+use crate::tools::cluster::Cluster;
 use crate::tools::{argocd, flux_helm};
 
 /// One tool's keys, with the slots their values go to.
@@ -176,7 +178,7 @@ impl Schemes {
         }
         let successor = first;
         let controlled = (list.iter())
-            .position(|s| crate::controller::sets_controller(&s.tool))
+            .position(|s| crate::tools::sets_controller(&s.tool))
             .map(|s| (s, successor + 1));
         if !settings.handover_annotation.is_empty() {
             annotation_keys.push((settings.handover_annotation.clone(), successor));
@@ -560,6 +562,15 @@ impl<'m> Owned<'m> {
     }
 }
 
+/// An object's controller ownerReference, as read (`Marks::controller`): the owner Kubernetes'
+/// garbage collector follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reference<'m> {
+    pub api_version: &'m str,
+    pub kind: &'m str,
+    pub name: &'m str,
+}
+
 /// What the rules read off one object: the values of every key the schemes name, by slot.
 /// Only these strings are decoded, as the object's metadata is read (`Payload::metadata`).
 #[derive(Debug, Clone, Copy)]
@@ -598,9 +609,9 @@ impl<'m> Marks<'m> {
     }
 
     /// The object's controller ownerReference, where a rule reads it (`Schemes::controlled`).
-    pub fn controller(&self, schemes: &Schemes) -> Option<crate::controller::Reference<'m>> {
+    pub fn controller(&self, schemes: &Schemes) -> Option<Reference<'m>> {
         let (_, first) = schemes.controlled?;
-        Some(crate::controller::Reference {
+        Some(Reference {
             api_version: self.at(first).unwrap_or(""),
             kind: self.at(first + 1).unwrap_or(""),
             name: self.at(first + 2)?,

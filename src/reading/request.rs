@@ -18,7 +18,7 @@
 //! Anything that cannot be read is an error with a message saying what was wrong; the caller
 //! rejects the request (fail closed). `null` and absent values both mean "none".
 
-use crate::json::{Reader, Result, Str, same_bytes};
+use crate::reading::json::{Reader, Result, Str, same_bytes};
 
 /// The validation payload a Kubewarden host sends to `validate`.
 #[derive(Debug, Default)]
@@ -61,12 +61,37 @@ pub struct Request<'a> {
     seen: Seen,
 }
 
-/// Who makes the request, from its `userInfo` (the identity rules call it the writer, see
-/// `identity`).
+/// Who makes the request: its `userInfo`, as the identity rules see it (a user, or a service
+/// account by its `system:serviceaccount:NAMESPACE:NAME` username).
 #[derive(Debug, Default)]
-pub struct UserInfo<'a> {
+pub struct Writer<'a> {
     pub username: Option<Str<'a>>,
     pub groups: Vec<Str<'a>>,
+}
+
+/// The prefix of a service account's username.
+const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+impl Writer<'_> {
+    pub fn username(&self) -> &str {
+        self.username.as_deref().unwrap_or("")
+    }
+
+    /// `(namespace, name)` when the writer is a service account.
+    pub fn service_account(&self) -> Option<(&str, &str)> {
+        let rest = self.username().strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
+        let (namespace, name) = split_at_byte(rest, b':')?;
+        let valid = !namespace.is_empty() && !name.is_empty() && !name.bytes().any(|b| b == b':');
+        valid.then_some((namespace, name))
+    }
+}
+
+/// `s` split at the first `byte` (ASCII), without it. A loop over the bytes, not
+/// `str::split_once`, whose searcher costs kilobytes of module.
+pub fn split_at_byte(s: &str, byte: u8) -> Option<(&str, &str)> {
+    let at = s.bytes().position(|b| b == byte)?;
+    // An ASCII byte is a character boundary on both sides.
+    Some((s.get(..at)?, s.get(at + 1..)?))
 }
 
 #[derive(Debug, Default, Clone)]
@@ -246,7 +271,7 @@ fn request_field<'a>(
     }
 }
 
-fn read_user_info<'a>(r: &mut Reader<'a>, out: &mut UserInfo<'a>) -> Result<()> {
+fn read_user_info<'a>(r: &mut Reader<'a>, out: &mut Writer<'a>) -> Result<()> {
     let mut seen = Seen::default();
     r.object("request.userInfo", |r, key| match key {
         b"username" => {
@@ -391,8 +416,8 @@ fn read_string_map<'a>(
 
 impl<'a> Payload<'a> {
     /// Reads who makes the request; a request without `userInfo` names no one.
-    pub fn user_info(&self, request: &Request) -> std::result::Result<UserInfo<'a>, String> {
-        let mut out = UserInfo::default();
+    pub fn user_info(&self, request: &Request) -> std::result::Result<Writer<'a>, String> {
+        let mut out = Writer::default();
         if let Some(at) = request.user_info {
             let mut r = Reader::new(self.input);
             r.seek(at);

@@ -9,21 +9,27 @@
 //! CONNECT: accepted. The stamping policy only stamps. What a tool's rule needs and the object
 //! does not carry is looked up in `cluster`, only where the rule is reached.
 
-use crate::cluster::{Cluster, Remembered};
-use crate::controller;
-use crate::cross_tool;
-use crate::describe::Subject;
-use crate::identity::Identities;
-use crate::markers;
-use crate::message::message;
+mod controller;
+mod cross_tool;
+pub(crate) mod describe;
+pub(crate) mod message;
+mod same_owner;
+mod scope;
+mod stamping;
+pub mod verdict;
+pub(crate) mod writers;
+
+use crate::owners::markers;
 use crate::owners::{Marks, Related, Schemes};
-use crate::request::{Payload, Request};
-use crate::same_owner::{self, Transition};
-use crate::scope;
+use crate::reading::request::{Payload, Request};
+use crate::rules::describe::Subject;
+use crate::rules::message::message;
+use crate::rules::verdict::Verdict;
+use crate::rules::writers::bindings::Identities;
 use crate::settings::Settings;
-use crate::stamping;
-use crate::verdict::Verdict;
-use crate::writers::{self, Judging};
+use crate::tools::cluster::{Cluster, Remembered};
+use same_owner::Transition;
+use writers::Judging;
 
 /// The settings, with the keys the rules read worked out: a policy instance gets the same
 /// settings with every request, so this is built once (see `admission`).
@@ -196,7 +202,7 @@ impl Rules {
         };
         let exempt = || {
             (payload.user_info(request)).is_ok_and(|writer| {
-                crate::identity::is_one_of(&self.settings.exempt_writers(), &writer)
+                crate::rules::writers::bindings::is_one_of(&self.settings.exempt_writers(), &writer)
             })
         };
         let controller = controller::Judging {
@@ -263,7 +269,7 @@ impl Rules {
 
 /// The refusal of a write whose owners a tool's rule could not relate: a lookup failed.
 fn cannot_relate(subject: &Subject, why: &str) -> String {
-    if crate::cluster::Failure::of(why) == crate::cluster::Failure::NotFound {
+    if crate::tools::cluster::Failure::of(why) == crate::tools::cluster::Failure::NotFound {
         return message!(
             subject,
             " carries the keys of two tools that one tool's rule relates, and they name two \
@@ -280,6 +286,6 @@ fn cannot_relate(subject: &Subject, why: &str) -> String {
          owner cannot be decided: ",
         why.trim_end_matches('.'),
         ". The policy refuses what it cannot check. ",
-        crate::cluster::Failure::of(why).remedy(),
+        crate::tools::cluster::Failure::of(why).remedy(),
     )
 }

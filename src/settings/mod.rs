@@ -11,6 +11,8 @@
 //! and Helm's annotations for one HelmRelease). A setting that only the other form has is
 //! refused with the form's place for it, so that a policy means one thing.
 
+pub(crate) mod pattern;
+
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -18,9 +20,9 @@ use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use crate::pattern::Pattern;
+use crate::reading::request::split_at_byte;
+use crate::settings::pattern::Pattern;
 use crate::tools;
-use crate::writer::split_at_byte;
 
 /// OLM v1 (operator-controller) stamps these labels on every object a
 /// `ClusterExtension` manages.

@@ -7,8 +7,8 @@
 //! and annotations (made where absent): nothing else of it is parsed, rebuilt or reordered, so
 //! the patch policy-server computes from the two holds only the stamped keys.
 
-use crate::json::write_string;
-use crate::request::{Object, Payload};
+use crate::reading::json::write_string;
+use crate::reading::request::{Object, Payload};
 
 /// The object of `payload` with `labels` and `annotations` added. The keys must be absent on
 /// the object (the caller checked), and its metadata must have been read without error.

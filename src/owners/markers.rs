@@ -35,11 +35,11 @@ pub fn changed(schemes: &Schemes, old: &Marks, new: &Marks) -> bool {
 }
 
 /// The object's controller ownerReference where it is a marker: a reference to a kind of the
-/// tool that sets controllers (`controller::sets_controller`).
+/// tool that sets controllers (`tools::sets_controller`).
 fn tools_controller<'m>(
     schemes: &Schemes,
     marks: &Marks<'m>,
-) -> Option<crate::controller::Reference<'m>> {
+) -> Option<crate::owners::Reference<'m>> {
     marks
         .controller(schemes)
         .filter(|r| olm_v1::controls(r.api_version, r.kind))

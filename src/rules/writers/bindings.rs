@@ -12,11 +12,18 @@
 //! The settings' side (`settings::Binding`) is what users write; `Bindings` is one scheme's,
 //! worked out once per policy instance: owner keys by index, values as `Pattern`s.
 
-use crate::message::{Part, Quoted, text};
 use crate::owners::Owner;
-use crate::pattern::Pattern;
+use crate::reading::request::{Writer, split_at_byte};
+use crate::rules::message::{Part, Quoted, text};
+use crate::settings::pattern::Pattern;
 use crate::settings::{Binding, Settings, Writers};
-use crate::writer::{Writer, split_at_byte};
+
+/// A binding's value as written, as the messages name it.
+impl Part for Pattern {
+    fn write_to(&self, out: &mut String) {
+        text(out, self.written());
+    }
+}
 
 /// Whether `writer` is one of `writers`.
 pub fn is_one_of(writers: &Writers, writer: &Writer) -> bool {
@@ -307,7 +314,7 @@ impl Part for Allowed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::Str;
+    use crate::reading::json::Str;
     use rstest::rstest;
 
     fn writer<'a>(username: &'a str, groups: &[&'a str]) -> Writer<'a> {

@@ -2,9 +2,9 @@
 //! In a policy of one tool, owners are shown as before schemes (`[key=value, ...]`); with
 //! several, each is followed by its tool's name (`[...] (helm)`).
 
-use crate::message::{Part, Quoted, text};
 use crate::owners::{Owned, Owner, Scheme, Schemes};
-use crate::request::{Metadata, Request};
+use crate::reading::request::{Metadata, Request};
+use crate::rules::message::{Part, Quoted, text};
 
 /// Names the object as kubectl would: kind, name, namespace, subresource.
 pub struct Subject<'r, 'a> {

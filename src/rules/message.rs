@@ -68,11 +68,11 @@ impl Part for Quoted<'_> {
 macro_rules! message {
     (@write $out:ident;) => {};
     (@write $out:ident; $text:literal $(, $($rest:tt)*)?) => {
-        $crate::message::text(&mut $out, $text);
+        $crate::rules::message::text(&mut $out, $text);
         message!(@write $out; $($($rest)*)?)
     };
     (@write $out:ident; $part:expr $(, $($rest:tt)*)?) => {
-        $crate::message::Part::write_to(&$part, &mut $out);
+        $crate::rules::message::Part::write_to(&$part, &mut $out);
         message!(@write $out; $($($rest)*)?)
     };
     ($($parts:tt)+) => {{

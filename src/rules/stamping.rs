@@ -3,11 +3,11 @@
 //! object. Present keys are never changed (the validating policy judges them), and nothing
 //! else is judged.
 
-use crate::identity::Identities;
 use crate::owners::{Marks, Schemes};
-use crate::request::{Object, Payload, Request};
-use crate::splice;
-use crate::verdict::Verdict;
+use crate::reading::request::{Object, Payload, Request};
+use crate::reading::splice;
+use crate::rules::verdict::Verdict;
+use crate::rules::writers::bindings::Identities;
 
 pub fn stamp(
     request: &Request,

@@ -3,16 +3,18 @@
 //! object. A write to a subresource (status, scale) is not checked: the API server's own
 //! controllers write those for every owner.
 
-use crate::cluster::Cluster;
-use crate::cross_tool;
-use crate::describe::{OwnerOf, Subject};
-use crate::identity::{Allowed, Identities, Permit, WriterName};
-use crate::message::{Part, message, text};
+pub(crate) mod bindings;
+
 use crate::owners::{Marks, Owned, Owner, Related, Schemes};
-use crate::request::{Payload, Request};
+use crate::reading::request::Writer;
+use crate::reading::request::{Payload, Request};
+use crate::rules::cross_tool;
+use crate::rules::describe::{OwnerOf, Subject};
+use crate::rules::message::{Part, message, text};
+use crate::rules::verdict::Verdict;
+use crate::tools::cluster::Cluster;
 use crate::tools::olm_v1;
-use crate::verdict::Verdict;
-use crate::writer::Writer;
+use bindings::{Allowed, Identities, Permit, WriterName};
 
 /// What the identity rules judge with: the policy's schemes and bindings, what the request
 /// decided of its aliases, and the cluster to look up an installer in.
@@ -153,8 +155,8 @@ fn check(
 /// How a refusal introduces an installer lookup that did not answer: an owner that does not
 /// exist names no installer (an answer); any other failure is one to check.
 fn installer_missed(e: &str) -> &'static str {
-    match crate::cluster::Failure::of(e) {
-        crate::cluster::Failure::NotFound => " The owner names no installer: ",
+    match crate::tools::cluster::Failure::of(e) {
+        crate::tools::cluster::Failure::NotFound => " The owner names no installer: ",
         _ => {
             " The owner's installer could not be looked up, and the policy refuses what it \
              cannot check: "
@@ -163,8 +165,8 @@ fn installer_missed(e: &str) -> &'static str {
 }
 
 fn installer_remedy(e: &str) -> &'static str {
-    match crate::cluster::Failure::of(e) {
-        crate::cluster::Failure::NotFound => {
+    match crate::tools::cluster::Failure::of(e) {
+        crate::tools::cluster::Failure::NotFound => {
             "While it does not exist, only the writers the bindings name may write its objects."
         }
         failure => failure.remedy(),
