@@ -13,7 +13,7 @@ OCI_REF ?= registry://ghcr.io/single-owner-policy/policies/single-owner:v$(VERSI
 .PHONY: all setup run host test e2e-tests lint lint-workflows fmt fmt-check test-all clean \
 	publish readme-test bench fuzz-smoke race race-smoke cluster-up cluster-down cluster-e2e cluster-race \
 	cluster-race-smoke cluster-latency cluster-olm cluster-olm-smoke kube-apiserver kubectl-plugin \
-	cluster-owners bench-owners bench-owners-smoke cluster-olm-v0 proof-writes FORCE
+	cluster-owners bench-owners bench-owners-smoke cluster-olm-v0 proof-writes kubectl-plugin-archive FORCE
 
 all: annotated-policy.wasm
 
@@ -254,6 +254,14 @@ test-all: setup fmt-check lint test e2e-tests readme-test race-smoke fuzz-smoke 
 # PATH it is `kubectl single-owner`. The host build builds it, with the rest of the workspace
 # (the same features, so nothing compiles twice).
 kubectl-plugin: $(HOST)
+
+# The plugin's release archive for one platform, as krew installs it (the release workflow
+# builds one per platform; scripts/plugin-archive.sh, .krew.yaml): target/plugin/.
+PLUGIN_TARGET ?= x86_64-unknown-linux-gnu
+PLUGIN_PLATFORM ?= linux_amd64
+kubectl-plugin-archive:
+	cargo build --release --locked -p kubectl-single-owner --target $(PLUGIN_TARGET)
+	./scripts/plugin-archive.sh target/$(PLUGIN_TARGET)/release/kubectl-single_owner $(PLUGIN_PLATFORM) target/plugin
 
 # The plugin against a real API server of its own (etcd and a kube-apiserver on free ports):
 # KUBE_APISERVER, else the one scripts/kube-apiserver/build.sh builds.

@@ -1,4 +1,4 @@
-//! The policy's lookups (`single_owner_policy::cluster::Cluster`), answered by the API server
+//! The policy's lookups (`single_owner_policy::tools::cluster::Cluster`), answered by the API server
 //! through kube-rs: what the tool rules read when the object alone cannot decide (the
 //! HelmRelease of a release named otherwise, a boxcutter revision's extension, a CSV's
 //! replacement chain).
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use kube::api::{Api, DynamicObject, ListParams};
-use single_owner_policy::cluster::{Cluster, Get, List};
+use single_owner_policy::tools::cluster::{Cluster, Get, List};
 use tokio::runtime::Handle;
 
 use crate::discovery::Discovered;

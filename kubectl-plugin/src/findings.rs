@@ -15,7 +15,7 @@ use std::cell::RefCell;
 
 use serde::Serialize;
 use single_owner_policy::admission::{standing, validate_in};
-use single_owner_policy::cluster::{Cluster, Failure, Get, List};
+use single_owner_policy::tools::cluster::{Cluster, Failure, Get, List};
 
 use crate::lookups::OwnerRef;
 use crate::owners::{Carried, Object, ObjectRef, OwnerId};
@@ -159,7 +159,7 @@ mod tests {
     use crate::owners::carried;
     use crate::owners::tests::{all_tools, object};
     use rstest::rstest;
-    use single_owner_policy::cluster::Nowhere;
+    use single_owner_policy::tools::cluster::Nowhere;
 
     /// A cluster whose HelmReleases have no `spec.releaseName`: helm-controller's release is
     /// the one its name gives.

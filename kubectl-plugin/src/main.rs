@@ -64,12 +64,16 @@ enum Command {
     Owners(OwnersArgs),
     /// One object: its owners, references, handover and bound writers.
     WhoOwns(WhoOwnsArgs),
+    /// The plugin's version, and the policy's whose rules it runs.
+    Version,
 }
 
 #[derive(Debug, Args)]
 struct PolicyArgs {
-    /// A manifest (deploy/*.yaml) whose policy's spec.settings are the settings.
-    #[arg(long, value_name = "FILE", conflicts_with = "settings")]
+    /// A ClusterAdmissionPolicy manifest whose spec.settings are the settings, or the name of
+    /// a preset the plugin ships: all-tools, olm-v1, olm-v0, helm, argocd,
+    /// argocd-label-tracking, flux, identity/... (the project's deploy/).
+    #[arg(long, value_name = "FILE|NAME", conflicts_with = "settings")]
     preset: Option<PathBuf>,
     /// The policy settings, JSON or YAML (default: `{}`, the OLM v1 defaults).
     #[arg(long, value_name = "FILE")]
@@ -124,8 +128,22 @@ fn key_value(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
 }
 
+/// `kubectl single-owner version`: the plugin's version, and the policy's whose rules it runs
+/// (one release carries both).
+fn version() -> String {
+    format!(
+        "kubectl single-owner v{} (the rules of single-owner-policy v{})",
+        env!("CARGO_PKG_VERSION"),
+        single_owner_policy::VERSION
+    )
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Version = cli.command {
+        println!("{}", version());
+        return ExitCode::SUCCESS;
+    }
     // ring, not aws-lc-rs: the process's one rustls provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -170,6 +188,7 @@ async fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
         Command::Owners(args) => owners(client, discovered, args).await,
         Command::WhoOwns(args) => who_owns(client, discovered, args).await,
+        Command::Version => Ok(0),
     }
 }
 

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::Serialize;
 use serde_json::{Value, json};
 use single_owner_policy::owners::Marks;
-use single_owner_policy::request::parse_payload;
+use single_owner_policy::reading::request::parse_payload;
 use single_owner_policy::tools::olm_v1;
 
 use crate::listing::Listed;

@@ -63,13 +63,67 @@ impl Model {
     }
 }
 
-/// Loads `--preset FILE` (a manifest whose policy's `spec.settings` are the settings) or
-/// `--settings FILE` (the settings, JSON or YAML); neither: the defaults.
+/// The presets the project ships (`deploy/`), built in, so that a plugin installed alone (with
+/// krew) can name one: `--preset all-tools`.
+pub const SHIPPED: [(&str, &str); 12] = [
+    ("olm-v1", include_str!("../../deploy/olm-v1.yaml")),
+    ("olm-v0", include_str!("../../deploy/olm-v0.yaml")),
+    ("helm", include_str!("../../deploy/helm.yaml")),
+    ("argocd", include_str!("../../deploy/argocd.yaml")),
+    (
+        "argocd-label-tracking",
+        include_str!("../../deploy/argocd-label-tracking.yaml"),
+    ),
+    ("flux", include_str!("../../deploy/flux.yaml")),
+    ("all-tools", include_str!("../../deploy/all-tools.yaml")),
+    (
+        "identity/olm-v1-operator",
+        include_str!("../../deploy/identity/olm-v1-operator.yaml"),
+    ),
+    (
+        "identity/flux-tenants",
+        include_str!("../../deploy/identity/flux-tenants.yaml"),
+    ),
+    (
+        "identity/argocd-impersonation",
+        include_str!("../../deploy/identity/argocd-impersonation.yaml"),
+    ),
+    (
+        "identity/helm-per-install",
+        include_str!("../../deploy/identity/helm-per-install.yaml"),
+    ),
+    (
+        "identity/helm-per-install-stamp",
+        include_str!("../../deploy/identity/helm-per-install-stamp.yaml"),
+    ),
+];
+
+/// A preset's text: the file at `path`, else the shipped preset of that name (`all-tools`,
+/// `all-tools.yaml`, `deploy/all-tools.yaml`).
+fn preset_text(path: &Path) -> Result<String> {
+    if path.exists() {
+        return read(path);
+    }
+    let name = path.to_string_lossy();
+    let name = name.trim_start_matches("deploy/").trim_end_matches(".yaml");
+    match SHIPPED.iter().find(|(n, _)| *n == name) {
+        Some((_, text)) => Ok(text.to_string()),
+        None => bail!(
+            "{} is no file, nor a preset the plugin ships ({})",
+            path.display(),
+            SHIPPED.map(|(n, _)| n).join(", ")
+        ),
+    }
+}
+
+/// Loads `--preset FILE` (a manifest whose policy's `spec.settings` are the settings, or the
+/// name of a shipped one) or `--settings FILE` (the settings, JSON or YAML); neither: the
+/// defaults.
 pub fn load(preset: Option<&Path>, settings: Option<&Path>) -> Result<Model> {
     match (preset, settings) {
         (Some(_), Some(_)) => bail!("give --preset or --settings, not both"),
         (Some(path), None) => {
-            let text = read(path)?;
+            let text = preset_text(path)?;
             let (name, settings) =
                 preset_settings(&text).with_context(|| format!("reading {}", path.display()))?;
             Model::from_value(&name, settings)
@@ -133,6 +187,36 @@ fn judging(mut settings: Value) -> Value {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[test]
+    fn every_shipped_preset_is_built_in_and_a_name_finds_it() {
+        let deploy = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy");
+        let mut on_disk: Vec<String> = Vec::new();
+        for dir in [deploy.to_string(), format!("{deploy}/identity")] {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "yaml") {
+                    let rel = path.strip_prefix(deploy).unwrap().to_string_lossy();
+                    on_disk.push(rel.trim_end_matches(".yaml").to_string());
+                }
+            }
+        }
+        on_disk.sort();
+        let mut built_in: Vec<String> = SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
+        built_in.sort();
+        assert_eq!(built_in, on_disk);
+        for name in ["all-tools", "all-tools.yaml", "deploy/all-tools.yaml"] {
+            let model = load(Some(Path::new(name)), None).unwrap();
+            assert_eq!(model.name, "single-owner-all-tools", "{name}");
+        }
+        let e = load(Some(Path::new("no-such")), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("nor a preset the plugin ships (olm-v1, olm-v0"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_preset_is_read_for_its_settings() {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use single_owner_policy::cluster::Cluster;
+use single_owner_policy::tools::cluster::Cluster;
 
 use crate::discovery::{ResourceType, Skipped};
 use crate::findings::{self, Finding, Judged};
@@ -289,7 +289,7 @@ pub mod tests {
     use crate::listing::tests::{Fake, meta};
     use crate::lookups::OwnerKind;
     use crate::owners::tests::all_tools;
-    use single_owner_policy::cluster::Nowhere;
+    use single_owner_policy::tools::cluster::Nowhere;
 
     fn annotated(
         ns: Option<&str>,
