@@ -231,7 +231,8 @@ review() {
   grep -q '^kind: AdmissionPolicy$' "$dir/namespaced.yaml" && grep -q '^  namespace: team-a$' "$dir/namespaced.yaml" || fail "sed did not make an AdmissionPolicy"
   printf 'apiVersion: policies.kubewarden.io/v1\nkind: PolicyServer\nmetadata: {name: default}\nspec:\n  image: x\n  namespacedPoliciesCapabilities: ["oci/*"]\n' >"$dir/ps.yaml"
   run --separate-stderr "$POLICY_HOST" webhook "$ROOT/deploy/olm-v1.yaml" "$dir/namespaced.yaml" --url https://127.0.0.1:1 \
-    --ca-file "$dir/ca.pem" --kubernetes-minor 36 --module "file://$POLICY" --policies-out "$dir/policies.yml" --policy-server "$dir/ps.yaml"
+    --ca-file "$dir/ca.pem" --kubernetes-minor 36 --module "file://$POLICY" --policies-out "$dir/policies.yml" --policy-server "$dir/ps.yaml" \
+    --kubewarden 1.36
   assert_success
   assert_equal "$(jq -r '[.items[].metadata.name] | join(" ")' <<<"$output")" "clusterwide-single-owner-olm-v1 namespaced-team-a-team-helm"
   assert_equal "$(jq -c '.items[1].webhooks[0].namespaceSelector' <<<"$output")" '{"matchLabels":{"kubernetes.io/metadata.name":"team-a"}}'
@@ -248,4 +249,25 @@ review() {
     --kubernetes-minor 36 --policy-server "$dir/ps.yaml"
   assert_failure
   [[ "$stderr" == *"spec.namespacedPoliciesCapabilities"*"'oci/*'"* ]] || fail "$stderr"
+}
+
+@test "(policy-host webhook) names policies as kubewarden-controller 1.37.2 and later: kw.cap.<name>, kw.ap.<namespace>.<name>" {
+  local dir="$BATS_TEST_TMPDIR"
+  echo "CA" >"$dir/ca.pem"
+  sed -e 's/^kind: ClusterAdmissionPolicy$/kind: AdmissionPolicy/' -e 's/^  name: single-owner-helm$/  name: team-helm\n  namespace: team-a/' \
+    "$ROOT/deploy/helm.yaml" >"$dir/namespaced.yaml"
+  for version in 1.37.2 1.38; do
+    run --separate-stderr "$POLICY_HOST" webhook "$ROOT/deploy/olm-v1.yaml" "$dir/namespaced.yaml" --url https://127.0.0.1:1 \
+      --ca-file "$dir/ca.pem" --kubernetes-minor 36 --module "file://$POLICY" --policies-out "$dir/policies.yml" --kubewarden "$version"
+    assert_success
+    assert_equal "$(jq -r '[.items[].metadata.name] | join(" ")' <<<"$output")" "kw.cap.single-owner-olm-v1 kw.ap.team-a.team-helm"
+    assert_equal "$(jq -r '[.items[].webhooks[0].name] | join(" ")' <<<"$output")" \
+      "kw.cap.single-owner-olm-v1.kubewarden.admission kw.ap.team-a.team-helm.kubewarden.admission"
+    assert_equal "$(jq -r '.items[0].webhooks[0].clientConfig.url' <<<"$output")" "https://127.0.0.1:1/validate/kw.cap.single-owner-olm-v1"
+    assert_equal "$(python3 -c 'import sys,yaml; print(" ".join(sorted(yaml.safe_load(open(sys.argv[1])))))' "$dir/policies.yml")" \
+      "kw.ap.team-a.team-helm kw.cap.single-owner-olm-v1"
+  done
+  run --separate-stderr "$POLICY_HOST" webhook "$ROOT/deploy/olm-v1.yaml" --url https://127.0.0.1:1 --ca-file "$dir/ca.pem" \
+    --kubernetes-minor 36 --module "file://$POLICY" --kubewarden 1.37.1
+  assert_equal "$(jq -r '.items[0].metadata.name' <<<"$output")" clusterwide-single-owner-olm-v1
 }

@@ -131,7 +131,7 @@ measure() {
     modes=(none vap floor shipped before)
   fi
   local hook before after
-  hook="clusterwide-$(awk '/^  name: / {print $2; exit}' "$root/$manifest").kubewarden.admission"
+  hook="$POLICY_ID_PREFIX$(awk '/^  name: / {print $2; exit}' "$root/$manifest").kubewarden.admission"
   for b in $(seq 1 "$blocks"); do
     for mode in "${modes[@]}"; do
       switch "$mode"

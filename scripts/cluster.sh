@@ -18,7 +18,9 @@
 # stops only the processes `up` started, by the PIDs it wrote; every wait is bounded.
 # Environment: KUBE_APISERVER (else scripts/kube-apiserver/build.sh builds one),
 # POLICY_SERVER, POLICY (default annotated-policy.wasm), POLICY_HOST, MODULE_FOR (space-
-# separated NAME=MODULE: the module of the policy NAME, instead of POLICY).
+# separated NAME=MODULE: the module of the policy NAME, instead of POLICY), KUBEWARDEN_VERSION
+# (default 1.38: the controller whose webhook names are imitated; from 1.37.2 kw.cap.<name>,
+# before clusterwide-<name>; the env file's POLICY_ID_PREFIX says which).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="$(realpath -m "${CLUSTER_DIR:-$root/target/cluster}")"
@@ -80,6 +82,19 @@ backend_stop() {
     [ -f "$file" ] && stop_pid_file "$file"
   done
   return 0
+}
+
+# policy_id_prefix VERSION: what kubewarden-controller VERSION puts before a
+# ClusterAdmissionPolicy's name in its policy-server id and webhook name (policy-host webhook).
+policy_id_prefix() {
+  local minor patch
+  IFS=. read -r _ minor patch <<<"${1#v}"
+  patch="${patch%%-*}"
+  if [ "${minor:-0}" -gt 37 ] || { [ "${minor:-0}" -eq 37 ] && [ "${patch:-0}" -ge 2 ]; }; then
+    echo kw.cap.
+  else
+    echo clusterwide-
+  fi
 }
 
 certs() {
@@ -203,10 +218,12 @@ export BACKENDS="$backends"
 export BACKEND_LOG="$dir/requests.jsonl"
 export POLICY_MODULE="$module"
 export MANIFESTS="$(realpath "${manifests[@]}" | tr '\n' ' ')"
+export KUBEWARDEN_VERSION="${KUBEWARDEN_VERSION:-1.38}"
+export POLICY_ID_PREFIX="$(policy_id_prefix "${KUBEWARDEN_VERSION:-1.38}")"
 EOF
   local module_for=() m
   for m in ${MODULE_FOR:-}; do module_for+=(--module-for "$m"); done
-  "$policy_host" webhook "${manifests[@]}" --url "https://127.0.0.1:$backend_port" \
+  "$policy_host" webhook "${manifests[@]}" --kubewarden "${KUBEWARDEN_VERSION:-1.38}" --url "https://127.0.0.1:$backend_port" \
     --ca-file "$dir/certs/ca.crt" --kubernetes-minor "$minor" --module "file://$module" \
     "${module_for[@]}" --policies-out "$dir/policies.yml" >"$dir/webhooks.json"
   touch "$dir/requests.jsonl"

@@ -6,7 +6,7 @@
 
 load ../cluster/common
 
-HELM_WEBHOOK=clusterwide-single-owner-helm-per-install.kubewarden.admission
+HELM_WEBHOOK="$(webhook_of single-owner-helm-per-install)"
 CHARTS="$ROOT/e2e-tests/charts"
 
 setup_file() {

@@ -6,10 +6,10 @@
 
 load ../cluster/common
 
-FLUX_WEBHOOK=clusterwide-single-owner-flux-tenants.kubewarden.admission
-OLM_OPERATOR_WEBHOOK=clusterwide-single-owner-olm-v1-operator.kubewarden.admission
-HELM_WEBHOOK=clusterwide-single-owner-helm-per-install.kubewarden.admission
-ARGO_WEBHOOK=clusterwide-single-owner-argocd-impersonation.kubewarden.admission
+FLUX_WEBHOOK="$(webhook_of single-owner-flux-tenants)"
+OLM_OPERATOR_WEBHOOK="$(webhook_of single-owner-olm-v1-operator)"
+HELM_WEBHOOK="$(webhook_of single-owner-helm-per-install)"
+ARGO_WEBHOOK="$(webhook_of single-owner-argocd-impersonation)"
 GC=system:serviceaccount:kube-system:generic-garbage-collector
 
 setup_file() {
@@ -121,7 +121,7 @@ tenant_cm() {
   needs_request_log
   # The stamping webhook patched the CREATE, and only it.
   assert_equal "$(requests_for "$cm" | jq -s -c '[.[] | select(.verdict.patched) | [.policy, .operation]]')" \
-    '[["clusterwide-single-owner-helm-per-install-stamp","CREATE"]]'
+    "[[\"$(policy_id single-owner-helm-per-install-stamp)\",\"CREATE\"]]"
 }
 
 @test "stamping: an unbound writer's object is left as written, and an object carrying the keys keeps them" {

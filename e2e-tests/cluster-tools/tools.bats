@@ -5,7 +5,7 @@
 
 load ../cluster/common
 
-TOOLS_WEBHOOK=clusterwide-single-owner-all-tools.kubewarden.admission
+TOOLS_WEBHOOK="$(webhook_of single-owner-all-tools)"
 CHARTS="$ROOT/e2e-tests/charts"
 
 setup_file() {

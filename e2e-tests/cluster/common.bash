@@ -15,7 +15,11 @@ source "$CLUSTER_DIR/env"
 
 OLM_KIND=olm.operatorframework.io/owner-kind
 OLM_NAME=olm.operatorframework.io/owner-name
-OLM_WEBHOOK=clusterwide-single-owner-olm-v1.kubewarden.admission
+# A ClusterAdmissionPolicy's policy-server id and webhook, as the imitated kubewarden-controller
+# names them (scripts/cluster.sh: KUBEWARDEN_VERSION; kw.cap.<name> from 1.37.2).
+policy_id() { echo "${POLICY_ID_PREFIX:-clusterwide-}$1"; }
+webhook_of() { echo "$(policy_id "$1").kubewarden.admission"; }
+OLM_WEBHOOK="$(webhook_of single-owner-olm-v1)"
 
 # A name of this test's own, so that tests never share an object.
 name() { echo "e2e-$1-$BATS_TEST_NUMBER-$$"; }

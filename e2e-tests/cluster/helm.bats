@@ -6,7 +6,7 @@
 
 load common
 
-HELM_WEBHOOK=clusterwide-single-owner-helm.kubewarden.admission
+HELM_WEBHOOK="$(webhook_of single-owner-helm)"
 CHARTS="$ROOT/e2e-tests/charts"
 
 setup_file() {

@@ -158,7 +158,7 @@ EOF
   # The backend saw the CREATE and the refused UPDATE (the API server may judge a refused write
   # twice: once on its cached copy, once more on the stored one), and no status write.
   assert_equal "$(requests_for "$gadget" | jq -s '[.[] | select(.subResource == "status")] | length')" 0
-  local olm='[.[] | select(.policy == "clusterwide-single-owner-olm-v1")]'
+  local olm="[.[] | select(.policy == \"$(policy_id single-owner-olm-v1)\")]"
   assert_equal "$(requests_for "$gadget" | jq -s "$olm | map(select(.operation == \"CREATE\")) | length")" 1
   [ "$(requests_for "$gadget" | jq -s "$olm | map(select(.operation == \"UPDATE\")) | length")" -ge 1 ] ||
     fail "the UPDATE never reached the policy"
@@ -172,12 +172,12 @@ EOF
   assert_success
   kubectl label configmap "$cm" app=still-unowned --overwrite >/dev/null
   for preset in olm-v1 flux argocd-label-tracking; do
-    assert_equal "$(requests_for "$cm" | jq -s --arg p "clusterwide-single-owner-$preset" '[.[] | select(.policy == $p)] | length')" 0
+    assert_equal "$(requests_for "$cm" | jq -s --arg p "$(policy_id "single-owner-$preset")" '[.[] | select(.policy == $p)] | length')" 0
   done
   # The Helm and Argo CD presets select by matchConditions, which kubewarden-controller copies
   # into the webhook only on Kubernetes 1.30 or newer: below that they see every write.
   local helm
-  helm="$(requests_for "$cm" | jq -s '[.[] | select(.policy == "clusterwide-single-owner-helm")] | length')"
+  helm="$(requests_for "$cm" | jq -s --arg p "$(policy_id single-owner-helm)" '[.[] | select(.policy == $p)] | length')"
   if [ "$KUBERNETES_MINOR" -ge 30 ]; then
     assert_equal "$helm" 0
   else
@@ -202,7 +202,7 @@ EOF
     jq '.metadata.labels = {"app.kubernetes.io/managed-by": "Helm"} | .metadata.annotations = {"meta.helm.sh/release-name": "widgets-a", "meta.helm.sh/release-namespace": "widgets"}')"
   assert_success
   run --separate-stderr kubectl annotate clusterrole "$role" meta.helm.sh/release-name=widgets-b --overwrite
-  assert_forbidden clusterwide-single-owner-helm.kubewarden.admission \
+  assert_forbidden "$(webhook_of single-owner-helm)" \
     "ClusterRole \"$role\" is owned by [meta.helm.sh/release-name=widgets-a], and this UPDATE would change its owner to [meta.helm.sh/release-name=widgets-b]"
 }
 
@@ -213,9 +213,9 @@ EOF
     "{\"argocd.argoproj.io/tracking-id\": \"widgets-staging:/ConfigMap:default/$cm\"}")"
   assert_success
   run --separate-stderr kubectl annotate configmap "$cm" "argocd.argoproj.io/tracking-id=widgets-prod:/ConfigMap:default/$cm" --overwrite
-  assert_forbidden clusterwide-single-owner-argocd.kubewarden.admission "[argocd.argoproj.io/tracking-id=widgets-staging:/ConfigMap:default/$cm]"
+  assert_forbidden "$(webhook_of single-owner-argocd)" "[argocd.argoproj.io/tracking-id=widgets-staging:/ConfigMap:default/$cm]"
   run --separate-stderr kubectl label configmap "$cm" app.kubernetes.io/instance=widgets-prod --overwrite
-  assert_forbidden clusterwide-single-owner-argocd-label-tracking.kubewarden.admission "[app.kubernetes.io/instance=widgets-staging]"
+  assert_forbidden "$(webhook_of single-owner-argocd-label-tracking)" "[app.kubernetes.io/instance=widgets-staging]"
 }
 
 # controller_ref KIND NAME: a controller ownerReference to OLM v1's KIND (the owner need not
@@ -268,7 +268,7 @@ controller_ref() {
   run --separate-stderr kubectl annotate configmap "$cm" argocd.argoproj.io/installation-id=prod-east
   assert_success
   run --separate-stderr kubectl annotate configmap "$cm" argocd.argoproj.io/installation-id=prod-west --overwrite
-  assert_forbidden clusterwide-single-owner-argocd.kubewarden.admission \
+  assert_forbidden "$(webhook_of single-owner-argocd)" \
     "is owned by [argocd.argoproj.io/installation-id=prod-east]" "would change its owner to [argocd.argoproj.io/installation-id=prod-west]"
   run --separate-stderr kubectl annotate configmap "$cm" argocd.argoproj.io/installation-id-
   assert_success
@@ -281,7 +281,7 @@ controller_ref() {
   apply "$(configmap "$cm" '{"kustomize.toolkit.fluxcd.io/name": "widgets-a", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}')"
   assert_success
   run --separate-stderr kubectl label configmap "$cm" kustomize.toolkit.fluxcd.io/name=widgets-b --overwrite
-  assert_forbidden clusterwide-single-owner-flux.kubewarden.admission "[kustomize.toolkit.fluxcd.io/name=widgets-a]"
+  assert_forbidden "$(webhook_of single-owner-flux)" "[kustomize.toolkit.fluxcd.io/name=widgets-a]"
 }
 
 @test "break glass: the group bypasses the policy only where matchConditions reach the webhook (1.30+)" {

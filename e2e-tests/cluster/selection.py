@@ -111,7 +111,7 @@ def policy_id(manifest):
     """The policy's id in the backend's log (its webhook's name without the suffix)."""
     for line in open(manifest):
         if line.startswith("  name: "):
-            return "clusterwide-" + line.split(":", 1)[1].strip()
+            return os.environ.get("POLICY_ID_PREFIX", "clusterwide-") + line.split(":", 1)[1].strip()
     raise SystemExit(f"{manifest}: no metadata.name")
 
 

@@ -268,6 +268,11 @@ enum Command {
         /// `spec.namespacedPoliciesCapabilities` is what an AdmissionPolicy may call.
         #[arg(long = "policy-server")]
         policy_server: Option<PathBuf>,
+        /// The Kubewarden version whose controller is imitated: from 1.37.2 a policy's webhook
+        /// and id are `kw.cap.<name>` (`kw.ap.<namespace>.<name>`), before `clusterwide-<name>`
+        /// (`namespaced-<namespace>-<name>`).
+        #[arg(long, default_value = "1.38")]
+        kubewarden: String,
     },
     #[cfg(feature = "race")]
     /// Time one block of a preset's writes through a kube-apiserver, in the configuration it
@@ -445,7 +450,9 @@ fn run(cli: Cli) -> Result<()> {
             module_for,
             policies_out,
             policy_server,
+            kubewarden,
         } => {
+            let naming = webhook::Naming::of(&kubewarden)?;
             let ca = std::fs::read(&ca_file)
                 .with_context(|| format!("cannot read {}", ca_file.display()))?;
             let namespaced = match &policy_server {
@@ -463,7 +470,7 @@ fn run(cli: Cli) -> Result<()> {
                     .with_context(|| format!("cannot read {}", path.display()))?;
                 let policy = webhook::ClusterAdmissionPolicy::read(&text)
                     .with_context(|| path.display().to_string())?;
-                items.push(policy.webhook_configuration(&url, &ca, kubernetes_minor)?);
+                items.push(policy.webhook_configuration(&url, &ca, kubernetes_minor, naming)?);
                 let own = module_for.iter().find_map(|m| {
                     m.split_once('=')
                         .filter(|(name, _)| *name == policy.name)
@@ -475,7 +482,7 @@ fn run(cli: Cli) -> Result<()> {
                     (None, None) => policy.spec["module"].as_str().unwrap_or("").to_string(),
                 };
                 policies.insert(
-                    policy.unique_name(),
+                    policy.unique_name(naming),
                     policy.policies_entry(&location, namespaced.as_deref()),
                 );
             }

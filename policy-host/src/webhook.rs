@@ -3,10 +3,13 @@
 //! entry it serves it with, so that a test cluster runs the manifests users apply
 //! (`deploy/*.yaml`).
 //!
-//! As the controller writes it, 1.31 and 1.36 alike unless said
+//! As the controller writes it, 1.31 to 1.38 alike unless said
 //! (`internal/controller/policy_subreconciler_webhook.go`): the configuration and its one
-//! webhook are named after the policy's unique name (`clusterwide-<name>`, or
-//! `namespaced-<namespace>-<name>`; the webhook `<unique name>.kubewarden.admission`), labelled
+//! webhook are named after the policy's unique name, which is also its policy-server id and
+//! the path it is served at (`/validate/<unique name>`): before 1.37.2 `clusterwide-<name>`, or
+//! `namespaced-<namespace>-<name>`; from 1.37.2 `kw.cap.<name>`, or `kw.ap.<namespace>.<name>`
+//! (its release notes: the old names could collide, GHSA-m5vp-9g65-pv6v); the webhook is
+//! `<unique name>.kubewarden.admission`, labelled
 //! `app.kubernetes.io/part-of: kubewarden` and annotated with the policy's name and namespace;
 //! the rules, failurePolicy, matchPolicy (default Equivalent), objectSelector, sideEffects
 //! (default None) and timeoutSeconds (default 10) of the spec; admissionReviewVersions v1; for
@@ -29,6 +32,32 @@ use serde_json::{Value, json};
 
 /// The namespace kubewarden-controller runs policy-servers in (its default).
 const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
+
+/// How kubewarden-controller names a policy's webhook and policy-server id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// Before 1.37.2: `clusterwide-<name>`, `namespaced-<namespace>-<name>`.
+    Before1372,
+    /// From 1.37.2: `kw.cap.<name>`, `kw.ap.<namespace>.<name>`.
+    From1372,
+}
+
+impl Naming {
+    /// The naming of Kubewarden `version` (`1.36`, `1.37.2`, `v1.38.0`).
+    pub fn of(version: &str) -> Result<Naming> {
+        let parts: Vec<u32> = (version.trim_start_matches('v').split('.'))
+            .map(|p| p.split('-').next().unwrap_or("").parse())
+            .collect::<std::result::Result<_, _>>()
+            .with_context(|| format!("{version:?} is not a Kubewarden version (1.36, 1.37.2)"))?;
+        let at = |i: usize| parts.get(i).copied().unwrap_or(0);
+        ensure!(at(0) == 1, "{version:?} is not a Kubewarden 1.x version");
+        Ok(match (at(1), at(2)) {
+            (minor, _) if minor > 37 => Naming::From1372,
+            (37, patch) if patch >= 2 => Naming::From1372,
+            _ => Naming::Before1372,
+        })
+    }
+}
 
 /// A ClusterAdmissionPolicy or an AdmissionPolicy, read from its manifest.
 pub struct ClusterAdmissionPolicy {
@@ -67,10 +96,12 @@ impl ClusterAdmissionPolicy {
     }
 
     /// The name kubewarden-controller gives its webhook configuration and policy-server id.
-    pub fn unique_name(&self) -> String {
-        match &self.namespace {
-            None => format!("clusterwide-{}", self.name),
-            Some(ns) => format!("namespaced-{ns}-{}", self.name),
+    pub fn unique_name(&self, naming: Naming) -> String {
+        match (&self.namespace, naming) {
+            (None, Naming::Before1372) => format!("clusterwide-{}", self.name),
+            (Some(ns), Naming::Before1372) => format!("namespaced-{ns}-{}", self.name),
+            (None, Naming::From1372) => format!("kw.cap.{}", self.name),
+            (Some(ns), Naming::From1372) => format!("kw.ap.{ns}.{}", self.name),
         }
     }
 
@@ -94,12 +125,14 @@ impl ClusterAdmissionPolicy {
 
     /// The ValidatingWebhookConfiguration (a MutatingWebhookConfiguration for a policy with
     /// `spec.mutating: true`, otherwise the same, as the controller writes it), calling `base_url` + `/validate/<unique name>` and
-    /// trusting `ca_pem`, for an API server of minor version `server_minor` (1.x).
+    /// trusting `ca_pem`, for an API server of minor version `server_minor` (1.x), named as
+    /// `naming`.
     pub fn webhook_configuration(
         &self,
         base_url: &str,
         ca_pem: &[u8],
         server_minor: u32,
+        naming: Naming,
     ) -> Result<Value> {
         let spec = &self.spec;
         let kind = match &spec["mutating"] {
@@ -110,7 +143,7 @@ impl ClusterAdmissionPolicy {
                 self.name
             ),
         };
-        let unique = self.unique_name();
+        let unique = self.unique_name(naming);
         let or = |field: &str, default: Value| match &spec[field] {
             Value::Null => default,
             v => v.clone(),
@@ -225,7 +258,7 @@ spec:
     fn the_webhook_is_what_the_controller_writes() {
         let policy = ClusterAdmissionPolicy::read(MANIFEST).unwrap();
         let config = policy
-            .webhook_configuration("https://127.0.0.1:9443/", b"CA", 29)
+            .webhook_configuration("https://127.0.0.1:9443/", b"CA", 29, Naming::Before1372)
             .unwrap();
         assert_eq!(config["metadata"]["name"], "clusterwide-p");
         let webhook = &config["webhooks"][0];
@@ -248,13 +281,41 @@ spec:
         assert_eq!(ns[1]["key"], "team");
         assert!(webhook.get("matchConditions").is_none(), "1.29 has none");
         let newer = policy
-            .webhook_configuration("https://h", b"CA", 30)
+            .webhook_configuration("https://h", b"CA", 30, Naming::Before1372)
             .unwrap();
         assert_eq!(newer["webhooks"][0]["matchConditions"][0]["name"], "c");
         let entry = policy.policies_entry("file:///p.wasm", Some(&["oci/*".into()]));
         assert_eq!(entry["settings"]["allowAdoption"], false);
         assert_eq!(entry["policyMode"], "protect");
         assert_eq!(entry["hostCapabilities"], json!(["*"]), "cluster-wide: all");
+    }
+
+    #[test]
+    fn kubewarden_1_37_2_names_policies_kw_cap_and_kw_ap() {
+        let policy = ClusterAdmissionPolicy::read(MANIFEST).unwrap();
+        for (version, name) in [
+            ("1.31", "clusterwide-p"),
+            ("1.36.0-beta.1", "clusterwide-p"),
+            ("v1.37.1", "clusterwide-p"),
+            ("1.37.2", "kw.cap.p"),
+            ("1.38", "kw.cap.p"),
+        ] {
+            let naming = Naming::of(version).unwrap();
+            let config = policy
+                .webhook_configuration("https://h", b"CA", 36, naming)
+                .unwrap();
+            assert_eq!(config["metadata"]["name"], name, "{version}");
+            assert_eq!(
+                config["webhooks"][0]["name"],
+                format!("{name}.kubewarden.admission")
+            );
+            assert_eq!(
+                config["webhooks"][0]["clientConfig"]["url"],
+                format!("https://h/validate/{name}")
+            );
+        }
+        assert!(Naming::of("2.0").is_err());
+        assert!(Naming::of("latest").is_err());
     }
 
     #[test]
@@ -266,9 +327,13 @@ spec:
                 "metadata: {name: p, namespace: team-a}",
             );
         let policy = ClusterAdmissionPolicy::read(&manifest).unwrap();
-        assert_eq!(policy.unique_name(), "namespaced-team-a-p");
+        assert_eq!(
+            policy.unique_name(Naming::Before1372),
+            "namespaced-team-a-p"
+        );
+        assert_eq!(policy.unique_name(Naming::From1372), "kw.ap.team-a.p");
         let config = policy
-            .webhook_configuration("https://h", b"CA", 36)
+            .webhook_configuration("https://h", b"CA", 36, Naming::From1372)
             .unwrap();
         assert_eq!(
             config["webhooks"][0]["namespaceSelector"],
@@ -300,7 +365,7 @@ spec:
         );
         let policy = ClusterAdmissionPolicy::read(&manifest).unwrap();
         let config = policy
-            .webhook_configuration("https://h", b"CA", 36)
+            .webhook_configuration("https://h", b"CA", 36, Naming::From1372)
             .unwrap();
         let ns = &config["webhooks"][0]["namespaceSelector"]["matchExpressions"];
         assert_eq!(ns.as_array().map(Vec::len), Some(1));
