@@ -6,6 +6,7 @@
 //! Only what the objects do not carry is looked up (`cluster`); these modules read plain
 //! values, not the policy's owner model, which uses them.
 
+pub mod applyset;
 pub mod argocd;
 pub mod cluster;
 pub mod flux_helm;
@@ -14,7 +15,7 @@ pub mod olm_v1;
 
 /// The tools a scheme may name, with the owner keys their rules read (each must be one of
 /// the scheme's owner keys) and what naming the tool does.
-pub const TOOLS: [(&str, &[&str], &str); 6] = [
+pub const TOOLS: [(&str, &[&str], &str); 7] = [
     (
         "olm-v1",
         &[olm_v1::OWNER_NAME],
@@ -33,6 +34,11 @@ pub const TOOLS: [(&str, &[&str], &str); 6] = [
     ),
     ("flux", &[], "no rule of its own"),
     ("flux-helm", &[], "no rule of its own"),
+    (
+        "applyset",
+        &[applyset::PART_OF],
+        "the owner is the ApplySet its id names; a refusal says where the sets' parents are",
+    ),
 ];
 
 /// The rules an alias may name: the owner keys of its first scheme, then of its second, that
