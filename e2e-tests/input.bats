@@ -98,3 +98,20 @@ setup_file() {
   assert_unreadable
   assert_message_contains 'unknown operation "PATCH"'
 }
+
+@test "Kubewarden 1.38 caps a policy's memory at 256 MiB: the largest request costs the module 5 MiB" {
+  # 4 MB requests, above the API server's 3 MiB; every preset's settings, the owner change refused.
+  local m req mib
+  for m in olm-v1 all-tools; do
+    "$POLICY_HOST" verify-manifest "$ROOT/deploy/$m.yaml" "$POLICY" | jq -c .settings >"$BATS_TEST_TMPDIR/$m.json"
+    for req in crd-synthetic-4mb-reject configmap-4mb-reject; do
+      run --separate-stderr "$POLICY_HOST" bench -r "$BATS_FILE_TMPDIR/large/$req.json" -s "$BATS_TEST_TMPDIR/$m.json" \
+        --warm-up-time 0.1 --measurement-time 0.2 --num-samples 3 --json "$POLICY"
+      assert_success
+      mib="$(jq '.memory_bytes / 1048576' <<<"$output")"
+      echo "# $m, $req: the module's linear memory $mib MiB" >&3
+      python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 16 else 1)' "$mib" ||
+        fail "$req under $m: $mib MiB (the 1.38 cap is 256 MiB; 5 MiB was measured)"
+    done
+  done
+}
