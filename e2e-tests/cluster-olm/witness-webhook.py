@@ -33,9 +33,12 @@ def owner(obj):
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
+    refs = meta.get("ownerReferences") or []
+    controller = [f"{r.get('kind')}/{r.get('name')}" for r in refs if isinstance(r, dict) and r.get("controller")]
     return {
         "labels": {k: labels[k] for k in OWNER_KEYS if k in labels},
         "helm": {k: annotations[k] for k in HELM_KEYS if k in annotations},
+        "controller": controller,
     }
 
 
