@@ -56,6 +56,7 @@ findings() { jq -r '.findings[] | "\(.object.name) \(.kind)"' | sort; }
 PLANTED_FINDINGS="controller-of-another-extension two-owners
 gone-application owner-gone
 gone-application-in-any-namespace owner-gone
+gone-applyset owner-gone
 gone-clusterextension owner-gone
 gone-clusterserviceversion owner-gone
 gone-helm-release owner-gone
@@ -87,7 +88,7 @@ owned() {
   assert_equal "${#lines[@]}" 1
   # Every corpus file has objects left in the cluster.
   run jq -r '.tools | to_entries[] | select(.value | length > 0) | .key' "$EXPECTED"
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd; do assert_line "$tool"; done
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset; do assert_line "$tool"; done
 }
 
 @test "every planted finding is found, and nothing else" {
@@ -121,6 +122,8 @@ owned() {
   assert_output --partial 'Application "gone" in namespace "argocd" (argoproj.io/v1alpha1) does not exist'
   run message gone-application-in-any-namespace
   assert_output --partial 'Application "gone" in namespace "planted" (argoproj.io/v1alpha1) does not exist'
+  run message gone-applyset
+  assert_output --partial 'ApplySet "applyset-gone-v1" (its parent: a Secret, ConfigMap or parent-type custom resource labelled applyset.kubernetes.io/id=applyset-gone-v1) does not exist'
   run message gone-helm-release
   assert_output --partial 'Helm release "gone" in namespace "planted" (its storage Secrets, owner=helm,name=gone) does not exist'
   run message planted-namespaced-owner-kind
@@ -143,7 +146,7 @@ owned() {
   assert_equal "$(owned <<<"$output")" "$(owned <"$EXPECTED")"
   # Every corpus file's objects that carry owner keys are among them.
   local tool
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd; do
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset; do
     assert [ "$(jq --arg t "$tool" '[.owners[].objects[] as $o | .tools[$t][] | select(. == $o)] | length' "$EXPECTED")" -gt 0 ]
   done
 }
@@ -159,12 +162,13 @@ preset_findings() {
     flux) printf '%s\n' 'gone-kustomization owner-gone' ;;
     argocd) printf '%s\n' 'gone-application owner-gone' 'gone-application-in-any-namespace owner-gone' ;;
     argocd-label-tracking) ;;
+    applyset) printf '%s\n' 'gone-applyset owner-gone' ;;
   esac
 }
 
 @test "each tool's own preset: its planted findings, none on the tool's objects, each listed" {
   local preset tool json
-  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking; do
+  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking applyset; do
     tool="${preset%-label-tracking}"
     run --separate-stderr "$PLUGIN" owners --preset "$ROOT/deploy/$preset.yaml" -o json
     [ "$status" -le 1 ] || fail "$preset: exit $status: $stderr"
@@ -206,7 +210,7 @@ preset_findings() {
   # One per finding (one finding per planted object), Reports in the object's namespace and
   # ClusterReports for cluster-scoped objects.
   assert_equal "$(jq '.items | length' <<<"$reports")" "$(jq '.findings | length' <<<"$json")"
-  assert_equal "$(jq '.items | length' <<<"$reports")" 16
+  assert_equal "$(jq '.items | length' <<<"$reports")" 17
   assert_equal "$(jq -r '.items[] | "\(.scope.name) \(.results[].rule)"' <<<"$reports" | sort)" "$PLANTED_FINDINGS"
   assert_equal "$(jq -r '[.items[] | select(.kind == "ClusterReport") | .scope.name] | sort | join(",")' <<<"$reports")" \
     'planted-gone-clusterserviceversion-by-name,planted-namespaced-owner-kind'

@@ -23,7 +23,8 @@ What the manifests hold:
 - Every owner the seeded objects' keys name, so none is gone: ClusterExtensions,
   ClusterServiceVersions, HelmReleases (spec.targetNamespace where the release lives
   elsewhere), Kustomizations, Argo CD Applications (`<ns>_<app>` tracking ids in `<ns>`, else
-  in `argocd`), Helm releases' storage Secrets; and the namespaces all of them need.
+  in `argocd`), Helm releases' storage Secrets, ApplySet parents (a Secret labelled with the
+  id, where the corpus leaves none); and the namespaces all of them need.
 - Planted findings, in namespace `planted` (cluster-scoped: named `planted-*`), one object
   each with exactly one finding: PLANTED below.
 
@@ -80,6 +81,8 @@ INSTALLATION = "argocd.argoproj.io/installation-id"
 FLUX_HELM = ("helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace")
 KUSTOMIZE = ("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace")
 OLM_V0 = ("olm.owner", "olm.owner.kind", "olm.owner.namespace")
+PART_OF = "applyset.kubernetes.io/part-of"
+APPLYSET_ID = "applyset.kubernetes.io/id"
 
 # deploy/all-tools.yaml's schemes, in order: name, label keys, annotation keys.
 SCHEMES = [
@@ -89,6 +92,7 @@ SCHEMES = [
     ("argocd", [], [TRACKING, INSTALLATION]),
     ("flux", list(KUSTOMIZE), []),
     ("flux-helm", list(FLUX_HELM), []),
+    ("applyset", [PART_OF], []),
 ]
 # The aliases' first schemes: an object of one owner under both is listed under the first.
 LEADS = {"olm-v1": "helm", "flux-helm": "helm"}
@@ -316,6 +320,10 @@ def owners_named(o):
         app = annotations[TRACKING].split(":", 1)[0]
         ns, app = app.split("_", 1) if "_" in app else (ARGOCD_NAMESPACE, app)
         out.append(("Application", ns, app))
+    if labels.get(PART_OF):
+        # An ApplySet's parent, found by its id label (the id is a hash of the parent's
+        # name, namespace, kind and group: no name to look up).
+        out.append(("ApplySet", None, labels[PART_OF]))
     if RELEASE_NS in annotations and annotations.get(RELEASE) and OLM_NAME not in labels \
             and FLUX_HELM[0] not in labels:
         out.append(("HelmReleaseStorage", annotations[RELEASE_NS], annotations[RELEASE]))
@@ -327,6 +335,10 @@ def owner_object(kind, ns, name, by):
     if kind == "HelmReleaseStorage":
         return manifest("Secret", f"sh.helm.release.v1.{name}.v1", ns,
                         {"owner": "helm", "name": name, "status": "deployed", "version": "1"})
+    if kind == "ApplySet":
+        # A parent Secret with the set's id (kubectl's default parent kind); the plugin finds
+        # it by the label, as kubectl's members name it.
+        return manifest("Secret", f"parent-{name.lower()[9:25]}", "applyset-parents", {APPLYSET_ID: name})
     if kind == "HelmRelease":
         # The release its objects name: by name, or <targetNamespace>-<name> where the
         # release lives in another namespace (helm-controller's GetReleaseName).
@@ -394,6 +406,9 @@ PLANTED = [
                             {TRACKING: "planted_gone:/ConfigMap:planted/gone-application-in-any-namespace"})),
     ("owner-gone", manifest("ConfigMap", "gone-helm-release", PLANTED_NS, None,
                             {RELEASE: "gone", RELEASE_NS: PLANTED_NS})),
+    # An ApplySet member whose parent (no object labelled with the id) is gone.
+    ("owner-gone", manifest("ConfigMap", "gone-applyset", PLANTED_NS,
+                            {PART_OF: "applyset-gone-v1"})),
     # refused-on-owner-change: a cluster-scoped object of a namespaced owner kind (scope).
     ("refused-on-owner-change", manifest("ClusterRole", "planted-namespaced-owner-kind", None,
                                        {OLM_KIND: "Extension", OLM_NAME: "argocd"})),
@@ -429,6 +444,10 @@ def seed():
                    for k, o in objects.items()):
                 continue
             ns = "operators"
+        elif kind == "ApplySet":
+            # The corpus' own parent (kubectl writes it before any member), where it is left.
+            if any((o["metadata"].get("labels") or {}).get(APPLYSET_ID) == name for o in objects.values()):
+                continue
         elif (kind, ns, name) in objects:
             continue
         o = owner_object(kind, ns, name, named_by)

@@ -13,6 +13,11 @@
 //! - `argocd.argoproj.io/tracking-id`: an Argo CD Application (argoproj.io/v1alpha1), named by
 //!   the id up to its `:`, `<namespace>_<app>` for apps in any namespace, else in Argo CD's own
 //!   namespace (`--argocd-namespace`);
+//! - `applyset.kubernetes.io/part-of`: a kubectl ApplySet's parent, the object labelled
+//!   `applyset.kubernetes.io/id` with the same id. The id is a hash of the parent's name,
+//!   namespace, kind and group, so the parent is found by its label, among the kinds kubectl
+//!   takes as parents: Secrets, ConfigMaps and the custom resources whose CRD is labelled
+//!   `applyset.kubernetes.io/is-parent-type=true` (kubectl's applyset.go);
 //! - `meta.helm.sh/release-name`/`release-namespace`: a Helm release, which exists while its
 //!   storage Secrets do (`owner=helm,name=<release>` in the release namespace, Helm's default
 //!   driver). Not checked where OLM v1's or helm-controller's keys are on the object too: they
@@ -43,7 +48,16 @@ pub enum OwnerKind {
     Application,
     /// A Helm release, by its storage Secrets.
     HelmReleaseStorage,
+    /// A kubectl ApplySet, by its parent's `applyset.kubernetes.io/id` label (the name is the id).
+    ApplySet,
 }
+
+/// The label a kubectl ApplySet's members carry, its value the set's id.
+pub const APPLYSET_PART_OF: &str = "applyset.kubernetes.io/part-of";
+/// The label on an ApplySet's parent, the set's id.
+pub const APPLYSET_ID: &str = "applyset.kubernetes.io/id";
+/// The label on a CRD whose objects kubectl may take as ApplySet parents.
+const APPLYSET_PARENT_TYPE: &str = "applyset.kubernetes.io/is-parent-type";
 
 impl OwnerKind {
     /// The API group, version and kind of the owner object (the Secret of a Helm release).
@@ -57,6 +71,8 @@ impl OwnerKind {
             OwnerKind::Kustomization => ("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
             OwnerKind::Application => ("argoproj.io", "v1alpha1", "Application"),
             OwnerKind::HelmReleaseStorage => ("", "v1", "Secret"),
+            // Kubectl's default parent kind; a ConfigMap or custom resource is looked for too.
+            OwnerKind::ApplySet => ("", "v1", "Secret"),
         }
     }
 }
@@ -74,6 +90,7 @@ impl fmt::Display for OwnerRef {
         let (group, version, kind) = self.kind.gvk();
         let what = match self.kind {
             OwnerKind::HelmReleaseStorage => "Helm release".to_string(),
+            OwnerKind::ApplySet => "ApplySet".to_string(),
             _ => kind.to_string(),
         };
         write!(f, "{what} {:?}", self.name)?;
@@ -84,6 +101,11 @@ impl fmt::Display for OwnerRef {
             OwnerKind::HelmReleaseStorage => {
                 write!(f, " (its storage Secrets, owner=helm,name={})", self.name)
             }
+            OwnerKind::ApplySet => write!(
+                f,
+                " (its parent: a Secret, ConfigMap or parent-type custom resource labelled {APPLYSET_ID}={})",
+                self.name
+            ),
             _ => write!(f, " ({group}/{version})"),
         }
     }
@@ -141,6 +163,7 @@ pub fn named(carried: &[Carried], argocd_namespace: &str) -> Vec<OwnerRef> {
                 out.extend(named(kind, name, ns));
             }
         }
+        out.extend(named(OwnerKind::ApplySet, key(APPLYSET_PART_OF), None));
         if let Some(app) = key("argocd.argoproj.io/tracking-id") {
             let (ns, app) = match app.split_once('_') {
                 Some((ns, app)) => (ns.to_string(), app.to_string()),
@@ -194,8 +217,58 @@ pub struct KubeLookup {
     pub discovered: Arc<Discovered>,
 }
 
+impl KubeLookup {
+    /// Any object of the served kind `group`/`kind` labelled by `selector`, in any namespace,
+    /// from the API server's watch cache (as `find`'s selected lists).
+    async fn any_labelled(&self, group: &str, kind: &str, selector: &str) -> Result<bool, String> {
+        let Some(ty) = self.discovered.find(group, kind) else {
+            return Ok(false);
+        };
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ty.api_resource());
+        api.list_metadata(&ListParams::default().labels(selector).at("0"))
+            .await
+            .map(|list| !list.items.is_empty())
+            .map_err(|e| format!("listing {kind} labelled {selector}: {e}"))
+    }
+
+    /// An ApplySet's parent: the object labelled with its id, among the kinds kubectl takes
+    /// as parents: Secrets and ConfigMaps first (kubectl's default and its other built-in),
+    /// then the kinds of the CRDs labelled as parent types.
+    async fn applyset_parent(&self, id: &str) -> Found {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let selector = format!("{APPLYSET_ID}={id}");
+        for kind in ["Secret", "ConfigMap"] {
+            match self.any_labelled("", kind, &selector).await {
+                Ok(true) => return Found::Exists,
+                Ok(false) => {}
+                Err(e) => return Found::Unknown(e),
+            }
+        }
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let parent_types = ListParams::default().labels(&format!("{APPLYSET_PARENT_TYPE}=true"));
+        let crds = match crds.list(&parent_types.at("0")).await {
+            Ok(list) => list.items,
+            Err(e) => return Found::Unknown(format!("listing the ApplySet parent types: {e}")),
+        };
+        for crd in crds {
+            match self
+                .any_labelled(&crd.spec.group, &crd.spec.names.kind, &selector)
+                .await
+            {
+                Ok(true) => return Found::Exists,
+                Ok(false) => {}
+                Err(e) => return Found::Unknown(e),
+            }
+        }
+        Found::Gone
+    }
+}
+
 impl Lookup for KubeLookup {
     async fn find(&self, owner: &OwnerRef) -> Found {
+        if owner.kind == OwnerKind::ApplySet {
+            return self.applyset_parent(&owner.name).await;
+        }
         let (group, version, kind) = owner.kind.gvk();
         let Some(ty) = self.discovered.find(group, kind) else {
             return Found::Unknown(format!("{kind} ({group}/{version}) is not served"));
@@ -324,6 +397,10 @@ pub mod tests {
         vec![carried("helm", &[("meta.helm.sh/release-name", "web"), ("meta.helm.sh/release-namespace", "apps")]),
              carried("flux-helm", &[("helm.toolkit.fluxcd.io/name", "web"), ("helm.toolkit.fluxcd.io/namespace", "flux")])],
         vec![r(OwnerKind::HelmRelease, "web", Some("flux"))]
+    )]
+    #[case::applyset(
+        vec![carried("applyset", &[("applyset.kubernetes.io/part-of", "applyset-abc-v1")])],
+        vec![r(OwnerKind::ApplySet, "applyset-abc-v1", None)]
     )]
     #[case::kustomization(
         vec![carried("flux", &[("kustomize.toolkit.fluxcd.io/name", "apps"), ("kustomize.toolkit.fluxcd.io/namespace", "flux-system")])],
