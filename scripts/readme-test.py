@@ -78,10 +78,14 @@ def squeeze(s):
 
 
 def shows(output, expected):
-    """Whether each `...`-separated part of `expected` is in `output`, in order."""
+    """Whether each `...`-separated part of `expected` is in `output`, in order. The pages
+    quote webhooks as Kubewarden 1.37.2 and later name them (`kw.cap.<policy>`); against a
+    cluster whose webhooks are named as before (scripts/cluster.sh exports POLICY_ID_PREFIX,
+    `clusterwide-` for KUBEWARDEN_VERSION 1.36), the quote is read with that prefix."""
     at, flat = 0, squeeze(output)
+    prefix = os.environ.get("POLICY_ID_PREFIX", "kw.cap.")
     for part in re.split(r"\.\.\.", "\n".join(expected)):
-        part = squeeze(part)
+        part = squeeze(part.replace('"kw.cap.', f'"{prefix}'))
         if not part:
             continue
         found = flat.find(part, at)
