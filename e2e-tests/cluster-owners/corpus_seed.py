@@ -64,7 +64,7 @@ KINDS.update({
 })
 ORDER = ["Namespace", "CustomResourceDefinition", "ClusterExtension", "ClusterObjectSet",
          "ClusterServiceVersion", "HelmRelease", "Kustomization", "Application", "HelmChart",
-         "Secret", "ServiceAccount", "ConfigMap", "Service", "Deployment", "StatefulSet", "Job",
+         "Secret", "ServiceAccount", "ConfigMap", "Service", "Deployment", "ReplicaSet", "StatefulSet", "Job",
          "Ingress", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "APIService",
          "ValidatingWebhookConfiguration"]
 
@@ -93,6 +93,7 @@ SCHEMES = [
     ("flux", list(KUSTOMIZE), []),
     ("flux-helm", list(FLUX_HELM), []),
     ("applyset", [PART_OF], []),
+    ("kapp", ["kapp.k14s.io/app"], []),
 ]
 # The aliases' first schemes: an object of one owner under both is listed under the first.
 LEADS = {"olm-v1": "helm", "flux-helm": "helm"}
@@ -133,7 +134,7 @@ def pod_template(name):
 
 def body(kind, name):
     """A minimal valid body of each kind (what the corpus does not say)."""
-    if kind in ("Deployment", "StatefulSet"):
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         spec = {"selector": {"matchLabels": {"app": name}}, "template": pod_template(name)}
         if kind == "StatefulSet":
             spec["serviceName"] = name

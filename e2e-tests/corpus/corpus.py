@@ -34,6 +34,7 @@ KINDS = {
     "ServiceAccount": ("", "v1", "serviceaccounts", True),
     "Namespace": ("", "v1", "namespaces", False),
     "Deployment": ("apps", "v1", "deployments", True),
+    "ReplicaSet": ("apps", "v1", "replicasets", True),
     "StatefulSet": ("apps", "v1", "statefulsets", True),
     "Job": ("batch", "v1", "jobs", True),
     "Ingress": ("networking.k8s.io", "v1", "ingresses", True),

@@ -19,7 +19,7 @@ use crate::rules::message::{Quoted, message};
 use crate::rules::verdict::Verdict;
 use crate::settings::Settings;
 use crate::tools::cluster::Cluster;
-use crate::tools::{applyset, olm_v0};
+use crate::tools::{self, olm_v0};
 
 /// A revision: a canonical non-negative decimal integer that fits in 64 bits ("0", "17";
 /// not "+1", "01", "1.0", " 3" or ""), as boxcutter writes it with `strconv.FormatInt`.
@@ -135,13 +135,18 @@ pub fn judge(
     let (old, new) = (Side::of(schemes, s, old), Side::of(schemes, s, new));
     let mut t = transition(&old, &new);
     let mut why = None;
-    if t == Transition::Changed && schemes.list[s].tool == "applyset" {
-        // An ApplySet's id names no parent by itself: say where both sets' parents are.
-        let ids: Vec<&str> = [&old.owner, &new.owner]
-            .into_iter()
-            .filter_map(|o| o.get(0))
-            .collect();
-        why = Some(applyset::parents_hint(&ids));
+    let hint = (t == Transition::Changed)
+        .then(|| {
+            // An owner key that names no object by itself: say where both owners are.
+            let values: Vec<&str> = [&old.owner, &new.owner]
+                .into_iter()
+                .filter_map(|o| o.get(0))
+                .collect();
+            tools::owners_hint(&schemes.list[s].tool, &values)
+        })
+        .flatten();
+    if hint.is_some() {
+        why = hint;
     } else if t == Transition::Changed {
         let scheme = &schemes.list[s];
         match by_tool(schemes, s, &old.owner, &new.owner, cluster) {

@@ -10,12 +10,13 @@ pub mod applyset;
 pub mod argocd;
 pub mod cluster;
 pub mod flux_helm;
+pub mod kapp;
 pub mod olm_v0;
 pub mod olm_v1;
 
 /// The tools a scheme may name, with the owner keys their rules read (each must be one of
 /// the scheme's owner keys) and what naming the tool does.
-pub const TOOLS: [(&str, &[&str], &str); 7] = [
+pub const TOOLS: [(&str, &[&str], &str); 8] = [
     (
         "olm-v1",
         &[olm_v1::OWNER_NAME],
@@ -39,7 +40,22 @@ pub const TOOLS: [(&str, &[&str], &str); 7] = [
         &[applyset::PART_OF],
         "the owner is the ApplySet its id names; a refusal says where the sets' parents are",
     ),
+    (
+        "kapp",
+        &[kapp::APP],
+        "the owner is the app its label value names; a refusal says where the apps' records are",
+    ),
 ];
+
+/// What a refusal of an owner change adds for a tool whose owner key names no object by itself
+/// (an ApplySet's id, a kapp app's label value): where the current and the new owner are found.
+pub fn owners_hint(tool: &str, values: &[&str]) -> Option<String> {
+    match tool {
+        "applyset" => Some(applyset::parents_hint(values)),
+        "kapp" => Some(kapp::apps_hint(values)),
+        _ => None,
+    }
+}
 
 /// The rules an alias may name: the owner keys of its first scheme, then of its second, that
 /// the rule reads.
