@@ -48,6 +48,7 @@ no_false_skips() {
 @test "skips: deploy/flux.yaml" { no_false_skips deploy/flux.yaml; }
 @test "skips: deploy/applyset.yaml" { no_false_skips deploy/applyset.yaml; }
 @test "skips: deploy/kapp.yaml" { no_false_skips deploy/kapp.yaml; }
+@test "skips: deploy/timoni.yaml" { no_false_skips deploy/timoni.yaml; }
 @test "skips: deploy/all-tools.yaml" { no_false_skips deploy/all-tools.yaml; }
 @test "skips: deploy/identity/olm-v1-operator.yaml" { no_false_skips deploy/identity/olm-v1-operator.yaml; }
 @test "skips: deploy/identity/flux-tenants.yaml" { no_false_skips deploy/identity/flux-tenants.yaml; }

@@ -62,6 +62,7 @@ gone-clusterserviceversion owner-gone
 gone-helm-release owner-gone
 gone-helmrelease owner-gone
 gone-kustomization owner-gone
+gone-timoni-instance owner-gone
 labels-and-release-of-two-extensions two-owners
 non-canonical-revision refused-on-owner-change
 planted-gone-clusterserviceversion-by-name owner-gone
@@ -88,7 +89,7 @@ owned() {
   assert_equal "${#lines[@]}" 1
   # Every corpus file has objects left in the cluster.
   run jq -r '.tools | to_entries[] | select(.value | length > 0) | .key' "$EXPECTED"
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset; do assert_line "$tool"; done
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset timoni; do assert_line "$tool"; done
 }
 
 @test "every planted finding is found, and nothing else" {
@@ -124,6 +125,8 @@ owned() {
   assert_output --partial 'Application "gone" in namespace "planted" (argoproj.io/v1alpha1) does not exist'
   run message gone-applyset
   assert_output --partial 'ApplySet "applyset-gone-v1" (its parent: a Secret, ConfigMap or parent-type custom resource labelled applyset.kubernetes.io/id=applyset-gone-v1) does not exist'
+  run message gone-timoni-instance
+  assert_output --partial 'Timoni instance "gone" in namespace "planted" (its storage Secret timoni.gone) does not exist'
   run message gone-helm-release
   assert_output --partial 'Helm release "gone" in namespace "planted" (its storage Secrets, owner=helm,name=gone) does not exist'
   run message planted-namespaced-owner-kind
@@ -146,7 +149,7 @@ owned() {
   assert_equal "$(owned <<<"$output")" "$(owned <"$EXPECTED")"
   # Every corpus file's objects that carry owner keys are among them.
   local tool
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset; do
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset timoni; do
     assert [ "$(jq --arg t "$tool" '[.owners[].objects[] as $o | .tools[$t][] | select(. == $o)] | length' "$EXPECTED")" -gt 0 ]
   done
 }
@@ -163,12 +166,13 @@ preset_findings() {
     argocd) printf '%s\n' 'gone-application owner-gone' 'gone-application-in-any-namespace owner-gone' ;;
     argocd-label-tracking) ;;
     applyset) printf '%s\n' 'gone-applyset owner-gone' ;;
+    timoni) printf '%s\n' 'gone-timoni-instance owner-gone' ;;
   esac
 }
 
 @test "each tool's own preset: its planted findings, none on the tool's objects, each listed" {
   local preset tool json
-  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking applyset; do
+  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking applyset timoni; do
     tool="${preset%-label-tracking}"
     run --separate-stderr "$PLUGIN" owners --preset "$ROOT/deploy/$preset.yaml" -o json
     [ "$status" -le 1 ] || fail "$preset: exit $status: $stderr"
@@ -210,7 +214,7 @@ preset_findings() {
   # One per finding (one finding per planted object), Reports in the object's namespace and
   # ClusterReports for cluster-scoped objects.
   assert_equal "$(jq '.items | length' <<<"$reports")" "$(jq '.findings | length' <<<"$json")"
-  assert_equal "$(jq '.items | length' <<<"$reports")" 17
+  assert_equal "$(jq '.items | length' <<<"$reports")" 18
   assert_equal "$(jq -r '.items[] | "\(.scope.name) \(.results[].rule)"' <<<"$reports" | sort)" "$PLANTED_FINDINGS"
   assert_equal "$(jq -r '[.items[] | select(.kind == "ClusterReport") | .scope.name] | sort | join(",")' <<<"$reports")" \
     'planted-gone-clusterserviceversion-by-name,planted-namespaced-owner-kind'

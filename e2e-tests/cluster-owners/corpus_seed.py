@@ -94,6 +94,7 @@ SCHEMES = [
     ("flux-helm", list(FLUX_HELM), []),
     ("applyset", [PART_OF], []),
     ("kapp", ["kapp.k14s.io/app"], []),
+    ("timoni", ["instance.timoni.sh/name", "instance.timoni.sh/namespace"], []),
 ]
 # The aliases' first schemes: an object of one owner under both is listed under the first.
 LEADS = {"olm-v1": "helm", "flux-helm": "helm"}
@@ -325,6 +326,8 @@ def owners_named(o):
         # An ApplySet's parent, found by its id label (the id is a hash of the parent's
         # name, namespace, kind and group: no name to look up).
         out.append(("ApplySet", None, labels[PART_OF]))
+    if labels.get("instance.timoni.sh/name") and labels.get("instance.timoni.sh/namespace"):
+        out.append(("TimoniInstance", labels["instance.timoni.sh/namespace"], labels["instance.timoni.sh/name"]))
     if RELEASE_NS in annotations and annotations.get(RELEASE) and OLM_NAME not in labels \
             and FLUX_HELM[0] not in labels:
         out.append(("HelmReleaseStorage", annotations[RELEASE_NS], annotations[RELEASE]))
@@ -340,6 +343,9 @@ def owner_object(kind, ns, name, by):
         # A parent Secret with the set's id (kubectl's default parent kind); the plugin finds
         # it by the label, as kubectl's members name it.
         return manifest("Secret", f"parent-{name.lower()[9:25]}", "applyset-parents", {APPLYSET_ID: name})
+    if kind == "TimoniInstance":
+        return manifest("Secret", f"timoni.{name}", ns, {"app.kubernetes.io/name": name,
+                        "app.kubernetes.io/component": "instance", "app.kubernetes.io/created-by": "timoni"})
     if kind == "HelmRelease":
         # The release its objects name: by name, or <targetNamespace>-<name> where the
         # release lives in another namespace (helm-controller's GetReleaseName).
@@ -407,6 +413,9 @@ PLANTED = [
                             {TRACKING: "planted_gone:/ConfigMap:planted/gone-application-in-any-namespace"})),
     ("owner-gone", manifest("ConfigMap", "gone-helm-release", PLANTED_NS, None,
                             {RELEASE: "gone", RELEASE_NS: PLANTED_NS})),
+    # A Timoni instance's object whose instance (its storage Secret) is gone.
+    ("owner-gone", manifest("ConfigMap", "gone-timoni-instance", PLANTED_NS,
+                            {"instance.timoni.sh/name": "gone", "instance.timoni.sh/namespace": PLANTED_NS})),
     # An ApplySet member whose parent (no object labelled with the id) is gone.
     ("owner-gone", manifest("ConfigMap", "gone-applyset", PLANTED_NS,
                             {PART_OF: "applyset-gone-v1"})),
@@ -445,6 +454,9 @@ def seed():
                    for k, o in objects.items()):
                 continue
             ns = "operators"
+        elif kind == "TimoniInstance":
+            if ("Secret", ns, f"timoni.{name}") in objects:
+                continue
         elif kind == "ApplySet":
             # The corpus' own parent (kubectl writes it before any member), where it is left.
             if any((o["metadata"].get("labels") or {}).get(APPLYSET_ID) == name for o in objects.values()):

@@ -18,6 +18,9 @@
 //!   namespace, kind and group, so the parent is found by its label, among the kinds kubectl
 //!   takes as parents: Secrets, ConfigMaps and the custom resources whose CRD is labelled
 //!   `applyset.kubernetes.io/is-parent-type=true` (kubectl's applyset.go);
+//! - `instance.timoni.sh/name`/`namespace`: a Timoni instance, which exists while its storage
+//!   Secret `timoni.<name>` does in its namespace (stefanprodan/timoni `internal/runtime/
+//!   storage.go`);
 //! - `meta.helm.sh/release-name`/`release-namespace`: a Helm release, which exists while its
 //!   storage Secrets do (`owner=helm,name=<release>` in the release namespace, Helm's default
 //!   driver). Not checked where OLM v1's or helm-controller's keys are on the object too: they
@@ -50,6 +53,8 @@ pub enum OwnerKind {
     HelmReleaseStorage,
     /// A kubectl ApplySet, by its parent's `applyset.kubernetes.io/id` label (the name is the id).
     ApplySet,
+    /// A Timoni instance, by its storage Secret `timoni.<name>`.
+    TimoniInstance,
 }
 
 /// The label a kubectl ApplySet's members carry, its value the set's id.
@@ -73,6 +78,7 @@ impl OwnerKind {
             OwnerKind::HelmReleaseStorage => ("", "v1", "Secret"),
             // Kubectl's default parent kind; a ConfigMap or custom resource is looked for too.
             OwnerKind::ApplySet => ("", "v1", "Secret"),
+            OwnerKind::TimoniInstance => ("", "v1", "Secret"),
         }
     }
 }
@@ -91,6 +97,7 @@ impl fmt::Display for OwnerRef {
         let what = match self.kind {
             OwnerKind::HelmReleaseStorage => "Helm release".to_string(),
             OwnerKind::ApplySet => "ApplySet".to_string(),
+            OwnerKind::TimoniInstance => "Timoni instance".to_string(),
             _ => kind.to_string(),
         };
         write!(f, "{what} {:?}", self.name)?;
@@ -106,7 +113,18 @@ impl fmt::Display for OwnerRef {
                 " (its parent: a Secret, ConfigMap or parent-type custom resource labelled {APPLYSET_ID}={})",
                 self.name
             ),
+            OwnerKind::TimoniInstance => write!(f, " (its storage Secret timoni.{})", self.name),
             _ => write!(f, " ({group}/{version})"),
+        }
+    }
+}
+
+impl OwnerRef {
+    /// The name of the owner object to GET (a Timoni instance's is its storage Secret's).
+    fn object_name(&self) -> String {
+        match self.kind {
+            OwnerKind::TimoniInstance => format!("timoni.{}", self.name),
+            _ => self.name.clone(),
         }
     }
 }
@@ -164,6 +182,14 @@ pub fn named(carried: &[Carried], argocd_namespace: &str) -> Vec<OwnerRef> {
             }
         }
         out.extend(named(OwnerKind::ApplySet, key(APPLYSET_PART_OF), None));
+        let timoni_ns = key("instance.timoni.sh/namespace");
+        if timoni_ns.is_some() {
+            out.extend(named(
+                OwnerKind::TimoniInstance,
+                key("instance.timoni.sh/name"),
+                timoni_ns,
+            ));
+        }
         if let Some(app) = key("argocd.argoproj.io/tracking-id") {
             let (ns, app) = match app.split_once('_') {
                 Some((ns, app)) => (ns.to_string(), app.to_string()),
@@ -303,7 +329,7 @@ impl Lookup for KubeLookup {
                 Ok(_) => Found::Exists,
                 Err(e) => Found::Unknown(e.to_string()),
             },
-            None => match api.get_metadata_opt(&owner.name).await {
+            None => match api.get_metadata_opt(&owner.object_name()).await {
                 Ok(Some(_)) => Found::Exists,
                 Ok(None) => Found::Gone,
                 Err(e) => Found::Unknown(e.to_string()),
@@ -401,6 +427,10 @@ pub mod tests {
     #[case::applyset(
         vec![carried("applyset", &[("applyset.kubernetes.io/part-of", "applyset-abc-v1")])],
         vec![r(OwnerKind::ApplySet, "applyset-abc-v1", None)]
+    )]
+    #[case::timoni(
+        vec![carried("timoni", &[("instance.timoni.sh/name", "podinfo"), ("instance.timoni.sh/namespace", "infra")])],
+        vec![r(OwnerKind::TimoniInstance, "podinfo", Some("infra"))]
     )]
     #[case::kustomization(
         vec![carried("flux", &[("kustomize.toolkit.fluxcd.io/name", "apps"), ("kustomize.toolkit.fluxcd.io/namespace", "flux-system")])],

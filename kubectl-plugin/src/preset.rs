@@ -65,7 +65,7 @@ impl Model {
 
 /// The presets the project ships (`deploy/`), built in, so that a plugin installed alone (with
 /// krew) can name one: `--preset all-tools`.
-pub const SHIPPED: [(&str, &str); 14] = [
+pub const SHIPPED: [(&str, &str); 15] = [
     ("olm-v1", include_str!("../../deploy/olm-v1.yaml")),
     ("olm-v0", include_str!("../../deploy/olm-v0.yaml")),
     ("helm", include_str!("../../deploy/helm.yaml")),
@@ -77,6 +77,7 @@ pub const SHIPPED: [(&str, &str); 14] = [
     ("flux", include_str!("../../deploy/flux.yaml")),
     ("applyset", include_str!("../../deploy/applyset.yaml")),
     ("kapp", include_str!("../../deploy/kapp.yaml")),
+    ("timoni", include_str!("../../deploy/timoni.yaml")),
     ("all-tools", include_str!("../../deploy/all-tools.yaml")),
     (
         "identity/olm-v1-operator",

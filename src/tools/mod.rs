@@ -16,7 +16,7 @@ pub mod olm_v1;
 
 /// The tools a scheme may name, with the owner keys their rules read (each must be one of
 /// the scheme's owner keys) and what naming the tool does.
-pub const TOOLS: [(&str, &[&str], &str); 8] = [
+pub const TOOLS: [(&str, &[&str], &str); 9] = [
     (
         "olm-v1",
         &[olm_v1::OWNER_NAME],
@@ -45,6 +45,7 @@ pub const TOOLS: [(&str, &[&str], &str); 8] = [
         &[kapp::APP],
         "the owner is the app its label value names; a refusal says where the apps' records are",
     ),
+    ("timoni", &[], "no rule of its own"),
 ];
 
 /// What a refusal of an owner change adds for a tool whose owner key names no object by itself
