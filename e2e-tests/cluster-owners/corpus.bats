@@ -61,6 +61,7 @@ gone-clusterextension owner-gone
 gone-clusterserviceversion owner-gone
 gone-helm-release owner-gone
 gone-helmrelease owner-gone
+gone-kapp-app owner-gone
 gone-kustomization owner-gone
 gone-timoni-instance owner-gone
 labels-and-release-of-two-extensions two-owners
@@ -89,7 +90,7 @@ owned() {
   assert_equal "${#lines[@]}" 1
   # Every corpus file has objects left in the cluster.
   run jq -r '.tools | to_entries[] | select(.value | length > 0) | .key' "$EXPECTED"
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset timoni; do assert_line "$tool"; done
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset kapp timoni; do assert_line "$tool"; done
 }
 
 @test "every planted finding is found, and nothing else" {
@@ -127,6 +128,8 @@ owned() {
   assert_output --partial 'ApplySet "applyset-gone-v1" (its parent: a Secret, ConfigMap or parent-type custom resource labelled applyset.kubernetes.io/id=applyset-gone-v1) does not exist'
   run message gone-timoni-instance
   assert_output --partial 'Timoni instance "gone" in namespace "planted" (its storage Secret timoni.gone) does not exist'
+  run message gone-kapp-app
+  assert_output --partial 'kapp app "1000000000000000000" (its record: a ConfigMap labelled kapp.k14s.io/is-app whose spec has labelValue 1000000000000000000) does not exist'
   run message gone-helm-release
   assert_output --partial 'Helm release "gone" in namespace "planted" (its storage Secrets, owner=helm,name=gone) does not exist'
   run message planted-namespaced-owner-kind
@@ -149,7 +152,7 @@ owned() {
   assert_equal "$(owned <<<"$output")" "$(owned <"$EXPECTED")"
   # Every corpus file's objects that carry owner keys are among them.
   local tool
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset timoni; do
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset kapp timoni; do
     assert [ "$(jq --arg t "$tool" '[.owners[].objects[] as $o | .tools[$t][] | select(. == $o)] | length' "$EXPECTED")" -gt 0 ]
   done
 }
@@ -166,13 +169,14 @@ preset_findings() {
     argocd) printf '%s\n' 'gone-application owner-gone' 'gone-application-in-any-namespace owner-gone' ;;
     argocd-label-tracking) ;;
     applyset) printf '%s\n' 'gone-applyset owner-gone' ;;
+    kapp) printf '%s\n' 'gone-kapp-app owner-gone' ;;
     timoni) printf '%s\n' 'gone-timoni-instance owner-gone' ;;
   esac
 }
 
 @test "each tool's own preset: its planted findings, none on the tool's objects, each listed" {
   local preset tool json
-  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking applyset timoni; do
+  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking applyset kapp timoni; do
     tool="${preset%-label-tracking}"
     run --separate-stderr "$PLUGIN" owners --preset "$ROOT/deploy/$preset.yaml" -o json
     [ "$status" -le 1 ] || fail "$preset: exit $status: $stderr"
@@ -214,7 +218,7 @@ preset_findings() {
   # One per finding (one finding per planted object), Reports in the object's namespace and
   # ClusterReports for cluster-scoped objects.
   assert_equal "$(jq '.items | length' <<<"$reports")" "$(jq '.findings | length' <<<"$json")"
-  assert_equal "$(jq '.items | length' <<<"$reports")" 18
+  assert_equal "$(jq '.items | length' <<<"$reports")" 19
   assert_equal "$(jq -r '.items[] | "\(.scope.name) \(.results[].rule)"' <<<"$reports" | sort)" "$PLANTED_FINDINGS"
   assert_equal "$(jq -r '[.items[] | select(.kind == "ClusterReport") | .scope.name] | sort | join(",")' <<<"$reports")" \
     'planted-gone-clusterserviceversion-by-name,planted-namespaced-owner-kind'

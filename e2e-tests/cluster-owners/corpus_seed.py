@@ -83,6 +83,8 @@ KUSTOMIZE = ("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/na
 OLM_V0 = ("olm.owner", "olm.owner.kind", "olm.owner.namespace")
 PART_OF = "applyset.kubernetes.io/part-of"
 APPLYSET_ID = "applyset.kubernetes.io/id"
+KAPP_APP = "kapp.k14s.io/app"
+KAPP_IS_APP = "kapp.k14s.io/is-app"
 
 # deploy/all-tools.yaml's schemes, in order: name, label keys, annotation keys.
 SCHEMES = [
@@ -93,7 +95,7 @@ SCHEMES = [
     ("flux", list(KUSTOMIZE), []),
     ("flux-helm", list(FLUX_HELM), []),
     ("applyset", [PART_OF], []),
-    ("kapp", ["kapp.k14s.io/app"], []),
+    ("kapp", [KAPP_APP], []),
     ("timoni", ["instance.timoni.sh/name", "instance.timoni.sh/namespace"], []),
 ]
 # The aliases' first schemes: an object of one owner under both is listed under the first.
@@ -326,6 +328,10 @@ def owners_named(o):
         # An ApplySet's parent, found by its id label (the id is a hash of the parent's
         # name, namespace, kind and group: no name to look up).
         out.append(("ApplySet", None, labels[PART_OF]))
+    if labels.get(KAPP_APP, "").isdigit():
+        # A kapp app, by its record (a ConfigMap in the namespace kapp ran with, which the
+        # member does not carry: found by the label value its spec names).
+        out.append(("KappApp", None, labels[KAPP_APP]))
     if labels.get("instance.timoni.sh/name") and labels.get("instance.timoni.sh/namespace"):
         out.append(("TimoniInstance", labels["instance.timoni.sh/namespace"], labels["instance.timoni.sh/name"]))
     if RELEASE_NS in annotations and annotations.get(RELEASE) and OLM_NAME not in labels \
@@ -343,6 +349,12 @@ def owner_object(kind, ns, name, by):
         # A parent Secret with the set's id (kubectl's default parent kind); the plugin finds
         # it by the label, as kubectl's members name it.
         return manifest("Secret", f"parent-{name.lower()[9:25]}", "applyset-parents", {APPLYSET_ID: name})
+    if kind == "KappApp":
+        # A record as kapp's RecordedApp.create writes it (the corpus' records carry their
+        # labels only: the seeder's have the spec that names the members' label value).
+        return manifest("ConfigMap", f"app-{name}", "kapp-apps", {KAPP_IS_APP: ""},
+                        {"kapp.k14s.io/app-changes-use-app-label": ""},
+                        extra={"data": {"spec": json.dumps({"labelKey": KAPP_APP, "labelValue": name})}})
     if kind == "TimoniInstance":
         return manifest("Secret", f"timoni.{name}", ns, {"app.kubernetes.io/name": name,
                         "app.kubernetes.io/component": "instance", "app.kubernetes.io/created-by": "timoni"})
@@ -416,6 +428,8 @@ PLANTED = [
     # A Timoni instance's object whose instance (its storage Secret) is gone.
     ("owner-gone", manifest("ConfigMap", "gone-timoni-instance", PLANTED_NS,
                             {"instance.timoni.sh/name": "gone", "instance.timoni.sh/namespace": PLANTED_NS})),
+    # A kapp app's object whose app record is gone.
+    ("owner-gone", manifest("ConfigMap", "gone-kapp-app", PLANTED_NS, {KAPP_APP: "1000000000000000000"})),
     # An ApplySet member whose parent (no object labelled with the id) is gone.
     ("owner-gone", manifest("ConfigMap", "gone-applyset", PLANTED_NS,
                             {PART_OF: "applyset-gone-v1"})),
@@ -456,6 +470,9 @@ def seed():
             ns = "operators"
         elif kind == "TimoniInstance":
             if ("Secret", ns, f"timoni.{name}") in objects:
+                continue
+        elif kind == "KappApp":
+            if ("ConfigMap", "kapp-apps", f"app-{name}") in objects:
                 continue
         elif kind == "ApplySet":
             # The corpus' own parent (kubectl writes it before any member), where it is left.

@@ -5,7 +5,8 @@
 # --dangerous-override-ownership-of-existing-resources without the policy, and is refused
 # with it, the refusal naming both apps; two apps adopting one object at once: one wins, with
 # the policy as without (kapp's PUT carries the resourceVersion it diffed, so the loser gets a
-# 409). Helpers: e2e-tests/cluster/kapp.bash.
+# 409); kubectl single-owner finds the app by its record, and reports its objects owner-gone
+# once the record is deleted. Helpers: e2e-tests/cluster/kapp.bash.
 
 load common
 KAPP_POLICY=single-owner-kapp
@@ -105,4 +106,23 @@ teardown() {
   echo "# $rounds rounds of two kapp apps adopting one ConfigMap at once: exactly one won in $without without the policy, in $with with it" >&3
   assert_equal "$without" "$rounds"
   assert_equal "$with" "$rounds"
+}
+
+@test "kubectl single-owner: a kapp app's objects under its label value, found by kapp's own record; owner gone once the record is deleted" {
+  local dir="$BATS_TEST_TMPDIR/shop" value plugin="$ROOT/target/host/kubectl-single_owner"
+  [ -x "$plugin" ] || skip "no $plugin (make kubectl-plugin)"
+  configmaps "$dir" settings flags
+  deploy shop "$ns" "$dir"
+  assert_success
+  value="$(app_value shop "$ns")"
+  run --separate-stderr "$plugin" owners --preset kapp -n "$ns" -o json
+  assert_success
+  assert_equal "$(jq -c '.findings' <<<"$output")" '[]'
+  assert_equal "$(jq -r --arg v "$value" '.owners[] | select(.owner["kapp.k14s.io/app"] == $v) | [.objects[].name] | sort | join(",")' <<<"$output")" "flags,settings"
+  # The record lost (deleted by hand): kapp no longer knows the app, its objects stay.
+  kubectl delete configmap shop -n "$ns" >/dev/null
+  run --separate-stderr "$plugin" owners --preset kapp -n "$ns" -o json
+  assert_equal "$status" 1
+  assert_equal "$(jq -r '[.findings[] | "\(.object.name) \(.kind)"] | sort | join(",")' <<<"$output")" "flags owner-gone,settings owner-gone"
+  assert_equal "$(jq -r '.findings[0].message' <<<"$output" | grep -c "kapp app \"$value\" (its record: a ConfigMap labelled kapp.k14s.io/is-app whose spec has labelValue $value) does not exist")" 1
 }

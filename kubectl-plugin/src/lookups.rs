@@ -21,6 +21,13 @@
 //! - `instance.timoni.sh/name`/`namespace`: a Timoni instance, which exists while its storage
 //!   Secret `timoni.<name>` does in its namespace (stefanprodan/timoni `internal/runtime/
 //!   storage.go`);
+//! - `kapp.k14s.io/app`: a kapp app, which exists while its record does: a ConfigMap labelled
+//!   `kapp.k14s.io/is-app` whose `spec` names the label (`labelKey`, `labelValue`). kapp
+//!   records an app under its name in the namespace given with `-n`, which the member does not
+//!   carry, so the records are listed once per scan and matched by label value. Only a value
+//!   kapp generates is looked up: a recorded app's is the decimal UnixNano of its creation
+//!   (carvel-dev/kapp `pkg/kapp/app/recorded_app.go`, `create`); a `-a label:` app has no
+//!   record, and a value a user chose is not a finding;
 //! - `meta.helm.sh/release-name`/`release-namespace`: a Helm release, which exists while its
 //!   storage Secrets do (`owner=helm,name=<release>` in the release namespace, Helm's default
 //!   driver). Not checked where OLM v1's or helm-controller's keys are on the object too: they
@@ -30,7 +37,7 @@
 //! A kind the API server does not serve (its CRD not installed) cannot be checked: reported
 //! as skipped, never as a finding.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -55,7 +62,14 @@ pub enum OwnerKind {
     ApplySet,
     /// A Timoni instance, by its storage Secret `timoni.<name>`.
     TimoniInstance,
+    /// A kapp app, by its record (the name is the app label's value).
+    KappApp,
 }
+
+/// The label on a kapp app's members, its value the app record's `labelValue`.
+pub const KAPP_APP: &str = "kapp.k14s.io/app";
+/// The label on a kapp app's record (a ConfigMap).
+const KAPP_IS_APP: &str = "kapp.k14s.io/is-app";
 
 /// The label a kubectl ApplySet's members carry, its value the set's id.
 pub const APPLYSET_PART_OF: &str = "applyset.kubernetes.io/part-of";
@@ -79,6 +93,7 @@ impl OwnerKind {
             // Kubectl's default parent kind; a ConfigMap or custom resource is looked for too.
             OwnerKind::ApplySet => ("", "v1", "Secret"),
             OwnerKind::TimoniInstance => ("", "v1", "Secret"),
+            OwnerKind::KappApp => ("", "v1", "ConfigMap"),
         }
     }
 }
@@ -98,6 +113,7 @@ impl fmt::Display for OwnerRef {
             OwnerKind::HelmReleaseStorage => "Helm release".to_string(),
             OwnerKind::ApplySet => "ApplySet".to_string(),
             OwnerKind::TimoniInstance => "Timoni instance".to_string(),
+            OwnerKind::KappApp => "kapp app".to_string(),
             _ => kind.to_string(),
         };
         write!(f, "{what} {:?}", self.name)?;
@@ -114,6 +130,11 @@ impl fmt::Display for OwnerRef {
                 self.name
             ),
             OwnerKind::TimoniInstance => write!(f, " (its storage Secret timoni.{})", self.name),
+            OwnerKind::KappApp => write!(
+                f,
+                " (its record: a ConfigMap labelled {KAPP_IS_APP} whose spec has labelValue {})",
+                self.name
+            ),
             _ => write!(f, " ({group}/{version})"),
         }
     }
@@ -190,6 +211,11 @@ pub fn named(carried: &[Carried], argocd_namespace: &str) -> Vec<OwnerRef> {
                 timoni_ns,
             ));
         }
+        out.extend(named(
+            OwnerKind::KappApp,
+            key(KAPP_APP).filter(|v| v.bytes().all(|b| b.is_ascii_digit())),
+            None,
+        ));
         if let Some(app) = key("argocd.argoproj.io/tracking-id") {
             let (ns, app) = match app.split_once('_') {
                 Some((ns, app)) => (ns.to_string(), app.to_string()),
@@ -241,6 +267,38 @@ pub async fn find_each<L: Lookup>(
 pub struct KubeLookup {
     pub client: kube::Client,
     pub discovered: Arc<Discovered>,
+    /// The label values of the kapp app records, listed on the first kapp owner.
+    pub kapp_apps: tokio::sync::OnceCell<Result<BTreeSet<String>, String>>,
+}
+
+impl KubeLookup {
+    pub fn new(client: kube::Client, discovered: Arc<Discovered>) -> Self {
+        KubeLookup {
+            client,
+            discovered,
+            kapp_apps: tokio::sync::OnceCell::new(),
+        }
+    }
+}
+
+/// The part of a kapp app record's `spec` (kapp's `app.Meta`) that names its members' label.
+#[derive(serde::Deserialize)]
+struct KappAppMeta {
+    #[serde(rename = "labelKey", default)]
+    label_key: String,
+    #[serde(rename = "labelValue", default)]
+    label_value: String,
+}
+
+/// The `kapp.k14s.io/app` values the records name; a record whose spec does not parse names
+/// none (kapp itself fails on it: `Parsing app metadata`).
+fn kapp_label_values<'a>(specs: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
+    specs
+        .into_iter()
+        .filter_map(|spec| serde_json::from_str::<KappAppMeta>(spec).ok())
+        .filter(|m| m.label_key == KAPP_APP && !m.label_value.is_empty())
+        .map(|m| m.label_value)
+        .collect()
 }
 
 impl KubeLookup {
@@ -255,6 +313,24 @@ impl KubeLookup {
             .await
             .map(|list| !list.items.is_empty())
             .map_err(|e| format!("listing {kind} labelled {selector}: {e}"))
+    }
+
+    /// The label values of every kapp app record in the cluster, listed once (from the
+    /// API server's watch cache, as the other selected lists).
+    async fn kapp_records(&self) -> &Result<BTreeSet<String>, String> {
+        self.kapp_apps
+            .get_or_init(|| async {
+                use k8s_openapi::api::core::v1::ConfigMap;
+                let api: Api<ConfigMap> = Api::all(self.client.clone());
+                let list = api
+                    .list(&ListParams::default().labels(KAPP_IS_APP).at("0"))
+                    .await
+                    .map_err(|e| format!("listing the kapp app records ({KAPP_IS_APP}): {e}"))?;
+                Ok(kapp_label_values(list.items.iter().filter_map(|cm| {
+                    cm.data.as_ref()?.get("spec").map(String::as_str)
+                })))
+            })
+            .await
     }
 
     /// An ApplySet's parent: the object labelled with its id, among the kinds kubectl takes
@@ -294,6 +370,13 @@ impl Lookup for KubeLookup {
     async fn find(&self, owner: &OwnerRef) -> Found {
         if owner.kind == OwnerKind::ApplySet {
             return self.applyset_parent(&owner.name).await;
+        }
+        if owner.kind == OwnerKind::KappApp {
+            return match self.kapp_records().await {
+                Ok(values) if values.contains(&owner.name) => Found::Exists,
+                Ok(_) => Found::Gone,
+                Err(e) => Found::Unknown(e.clone()),
+            };
         }
         let (group, version, kind) = owner.kind.gvk();
         let Some(ty) = self.discovered.find(group, kind) else {
@@ -432,6 +515,14 @@ pub mod tests {
         vec![carried("timoni", &[("instance.timoni.sh/name", "podinfo"), ("instance.timoni.sh/namespace", "infra")])],
         vec![r(OwnerKind::TimoniInstance, "podinfo", Some("infra"))]
     )]
+    #[case::kapp_recorded_app(
+        vec![carried("kapp", &[("kapp.k14s.io/app", "1796459468439417038")])],
+        vec![r(OwnerKind::KappApp, "1796459468439417038", None)]
+    )]
+    #[case::kapp_value_a_user_chose(
+        vec![carried("kapp", &[("kapp.k14s.io/app", "shop")])],
+        vec![]
+    )]
     #[case::kustomization(
         vec![carried("flux", &[("kustomize.toolkit.fluxcd.io/name", "apps"), ("kustomize.toolkit.fluxcd.io/namespace", "flux-system")])],
         vec![r(OwnerKind::Kustomization, "apps", Some("flux-system"))]
@@ -441,6 +532,16 @@ pub mod tests {
         #[case] expected: Vec<OwnerRef>,
     ) {
         assert_eq!(named(&carried, "argocd"), expected);
+    }
+
+    #[rstest]
+    #[case::recorded_app(&[r#"{"labelKey":"kapp.k14s.io/app","labelValue":"17","lastChangeName":"shop-change-t6bsn"}"#], &["17"])]
+    #[case::a_spec_kapp_cannot_parse(&["{", r#"{"labelKey":"kapp.k14s.io/app","labelValue":"18"}"#], &["18"])]
+    #[case::another_label_key(&[r#"{"labelKey":"example.com/app","labelValue":"19"}"#], &[])]
+    #[case::no_label_value(&[r#"{"labelKey":"kapp.k14s.io/app"}"#], &[])]
+    fn kapp_records_name_their_label_values(#[case] specs: &[&str], #[case] expected: &[&str]) {
+        let expected: BTreeSet<String> = expected.iter().map(|v| v.to_string()).collect();
+        assert_eq!(kapp_label_values(specs.iter().copied()), expected);
     }
 
     #[tokio::test]

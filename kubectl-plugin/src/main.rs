@@ -72,7 +72,8 @@ enum Command {
 struct PolicyArgs {
     /// A ClusterAdmissionPolicy manifest whose spec.settings are the settings, or the name of
     /// a preset the plugin ships: all-tools, olm-v1, olm-v0, helm, argocd,
-    /// argocd-label-tracking, flux, identity/... (the project's deploy/).
+    /// argocd-label-tracking, flux, applyset, kapp, timoni, identity/... (the project's
+    /// deploy/).
     #[arg(long, value_name = "FILE|NAME", conflicts_with = "settings")]
     preset: Option<PathBuf>,
     /// The policy settings, JSON or YAML (default: `{}`, the OLM v1 defaults).
@@ -213,10 +214,7 @@ async fn owners(
         argocd_namespace: &args.policy.argocd_namespace,
     };
     let source = listing::Kube(client.clone());
-    let lookup = lookups::KubeLookup {
-        client: client.clone(),
-        discovered: discovered.clone(),
-    };
+    let lookup = lookups::KubeLookup::new(client.clone(), discovered.clone());
     let cluster = Arc::new(cluster::KubeCluster::new(
         client.clone(),
         discovered.clone(),
@@ -303,10 +301,7 @@ async fn who_owns(
         meta,
     });
     let carried = owners::carried(&model, &object).map_err(anyhow::Error::msg)?;
-    let lookup = lookups::KubeLookup {
-        client: client.clone(),
-        discovered: discovered.clone(),
-    };
+    let lookup = lookups::KubeLookup::new(client.clone(), discovered.clone());
     let mut view = who_owns::describe(
         &model,
         &object,
@@ -376,6 +371,18 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_help_names_every_tool_preset_shipped() {
+        let help = Cli::command()
+            .find_subcommand_mut("owners")
+            .map(|c| c.render_long_help().to_string())
+            .unwrap_or_default();
+        for (name, _) in preset::SHIPPED {
+            let named = name.split_once('/').map_or(name, |(dir, _)| dir);
+            assert!(help.contains(named), "{name} is not in the --preset help");
+        }
     }
 
     #[rstest]
