@@ -55,12 +55,17 @@ $(HOST): FORCE
 host: $(HOST)
 
 # The one host binary that running the module needs (annotate, run, and README's
-# verify-manifest, selects and match-conditions after `make run`), built alone: not the
-# kubectl plugin, the tests, the examples or the benchmarks. Through the same clippy wrapper as
-# the full build, so that what it compiles the full build finds compiled.
+# verify-manifest, selects and match-conditions after `make run`), built alone and with only
+# the feature those need (`selects`): not the kubectl plugin, the tests, the examples or the
+# benchmarks, nor policy-host's registry client, HTTP server and client, or jemalloc. Through
+# the same clippy wrapper as the full build, and with the workspace-hack crate (.config/
+# hakari.toml) giving every crate it shares with the full build the full build's features, so
+# that the full build finds wasmtime compiled (e2e-tests/build.bats); the full build then
+# compiles policy-host with all its features beside this one (cargo keeps both).
+HOST_BIN_FEATURES := --no-default-features --features selects
 host-bin:
 	$(NEED_CLIPPY)
-	$(HOST_CARGO) build --profile host -p policy-host --bin policy-host
+	$(HOST_CARGO) build --profile host -p policy-host --bin policy-host $(HOST_BIN_FEATURES)
 
 # kwctl annotates when it is installed (Kubewarden's release workflow has it), else policy-host.
 ifeq ($(KWCTL_BIN),)
