@@ -11,12 +11,14 @@ usage: bench/compare.py OLD.wasm NEW.wasm [--rounds 7] [--settings-json JSON]
 """
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-HOST = ROOT / "target/host/policy-host"
+# policy-host with wasmtime's runtime optimized (`make bench` builds it: Cargo.toml, host-opt).
+HOST = pathlib.Path(os.environ.get("POLICY_HOST", ROOT / "target/host-opt/policy-host"))
 DEFAULT = ["crd-2kb-accept", "crd-2kb-reject", "delete-accept", "crd-prometheus-accept", "crd-prometheus-reject"]
 
 

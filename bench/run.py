@@ -28,6 +28,7 @@ docs/performance.md too, between its `bench` markers (not with --no-doc).
 """
 import argparse
 import json
+import os
 import pathlib
 import platform
 import subprocess
@@ -37,7 +38,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "scripts
 import doc_table  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-HOST = ROOT / "target/host/policy-host"
+# policy-host with wasmtime's runtime optimized (`make bench` builds it: Cargo.toml, host-opt).
+HOST = pathlib.Path(os.environ.get("POLICY_HOST", ROOT / "target/host-opt/policy-host"))
 MODULES = {
     "policy": ROOT / "policy.wasm",
     "null": ROOT / "target/wasm32-wasip1/release/null_module.wasm",
