@@ -75,9 +75,13 @@ host-bin:
 	$(NEED_CLIPPY)
 	$(HOST_CARGO) build --profile host -p policy-host --bin policy-host $(HOST_BIN_FEATURES)
 
-# kwctl annotates when it is installed (Kubewarden's release workflow has it), else policy-host.
+# kwctl annotates when it is installed (Kubewarden's release workflow has it), else policy-host:
+# the whole one ($(HOST)), which every target that tests the module needs anyway, or with
+# `make run` the one host-bin builds (ANNOTATE_HOST=host-bin). Both land at $(HOST): cargo puts
+# the binary of its last build there.
+ANNOTATE_HOST ?= $(HOST)
 ifeq ($(KWCTL_BIN),)
-annotated-policy.wasm: policy.wasm host-bin metadata.yml README.md
+annotated-policy.wasm: policy.wasm $(ANNOTATE_HOST) metadata.yml README.md
 	$(HOST) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 else
 annotated-policy.wasm: policy.wasm metadata.yml README.md
@@ -101,13 +105,17 @@ publish: annotated-policy.wasm
 # (the module's last step, fat LTO in one codegen unit, keeps one core busy alone).
 run:
 	$(MAKE) --no-print-directory -j2 policy.wasm $(if $(KWCTL_BIN),,host-bin)
-	$(MAKE) --no-print-directory annotated-policy.wasm
+	$(MAKE) --no-print-directory annotated-policy.wasm ANNOTATE_HOST=host-bin
 	$(KWCTL) run -r $(SAMPLE) annotated-policy.wasm
 
 # The shell commands of README.md and docs/*.md, in order, on the built tree (scripts/readme-test.py says which it
 # cannot run here, and why).
+# README's `make run` leaves its policy-host (host-bin's, with `selects` alone) at $(HOST), and
+# the README's commands after it run on that one; the whole one is put back after them (cargo
+# finds it built: a copy), for the targets after this one.
 readme-test: annotated-policy.wasm $(HOST)
 	python3 scripts/readme-test.py
+	$(HOST_BUILD)
 
 test:
 	$(NEED_CLIPPY)
