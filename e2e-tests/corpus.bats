@@ -56,7 +56,7 @@ corpus() {
 @test "the corpus holds together: every preset listed with its tools, every write cites its source" {
   run python3 "$ROOT/e2e-tests/corpus/corpus.py" check
   assert_success
-  assert_output --partial "9 tools"
+  assert_output --partial "10 tools"
 }
 
 @test "corpus: deploy/olm-v1.yaml" { corpus deploy/olm-v1.yaml; }
@@ -68,6 +68,7 @@ corpus() {
 @test "corpus: deploy/applyset.yaml" { corpus deploy/applyset.yaml; }
 @test "corpus: deploy/kapp.yaml" { corpus deploy/kapp.yaml; }
 @test "corpus: deploy/timoni.yaml" { corpus deploy/timoni.yaml; }
+@test "corpus: deploy/crossplane.yaml" { corpus deploy/crossplane.yaml; }
 @test "corpus: deploy/all-tools.yaml" { corpus deploy/all-tools.yaml; }
 @test "corpus: deploy/identity/olm-v1-operator.yaml" { corpus deploy/identity/olm-v1-operator.yaml; }
 @test "corpus: deploy/identity/flux-tenants.yaml" { corpus deploy/identity/flux-tenants.yaml; }

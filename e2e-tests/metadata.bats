@@ -131,7 +131,7 @@ version_of() {
     # No bindings: the audit scanner's reports are the policy's answers.
     assert_equal "$(jq -r .backgroundAudit <<<"$output")" true
   done
-  assert_equal "$count" 10
+  assert_equal "$count" 11
 }
 
 @test "verify-manifest refuses bindings with the background audit on, saying why" {

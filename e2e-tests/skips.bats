@@ -49,6 +49,7 @@ no_false_skips() {
 @test "skips: deploy/applyset.yaml" { no_false_skips deploy/applyset.yaml; }
 @test "skips: deploy/kapp.yaml" { no_false_skips deploy/kapp.yaml; }
 @test "skips: deploy/timoni.yaml" { no_false_skips deploy/timoni.yaml; }
+@test "skips: deploy/crossplane.yaml" { no_false_skips deploy/crossplane.yaml; }
 @test "skips: deploy/all-tools.yaml" { no_false_skips deploy/all-tools.yaml; }
 @test "skips: deploy/identity/olm-v1-operator.yaml" { no_false_skips deploy/identity/olm-v1-operator.yaml; }
 @test "skips: deploy/identity/flux-tenants.yaml" { no_false_skips deploy/identity/flux-tenants.yaml; }

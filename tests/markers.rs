@@ -285,3 +285,129 @@ fn an_installation_id_alone_names_no_owner() {
         "an installation id without a tracking id is no owner"
     );
 }
+
+// --- Crossplane: the composite label and the XR that controls the object (`tools::crossplane`).
+
+fn crossplane() -> Value {
+    json!({"tool": "crossplane", "ownerLabels": ["crossplane.io/composite"], "ownerKindLabel": "",
+        "revisionAnnotation": "", "handoverAnnotation": "single-owner.kubewarden.io/handover-to"})
+}
+
+const CROSSPLANE: &str = "system:serviceaccount:crossplane-system:crossplane";
+
+/// An XR's controller reference: `api_version`, `kind`, `name`, `uid`.
+fn xr(api_version: &str, kind: &str, name: &str, uid: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
+        "controller": true, "blockOwnerDeletion": true})
+}
+
+/// A composed object's metadata: `composite` as its label (none: `None`), `refs` as its
+/// ownerReferences, and `extra` labels.
+fn composed(composite: Option<&str>, refs: &[Value], extra: &[(&str, &str)]) -> Value {
+    let mut m = json!({"name": "widgets.example.com", "labels": {},
+        "annotations": {"crossplane.io/composition-resource-name": "crd"}});
+    if let Some(c) = composite {
+        m["labels"]["crossplane.io/composite"] = json!(c);
+    }
+    for (k, v) in extra {
+        m["labels"][*k] = json!(v);
+    }
+    if !refs.is_empty() {
+        m["ownerReferences"] = Value::Array(refs.to_vec());
+    }
+    m
+}
+
+fn app(name: &str) -> Value {
+    xr("example.org/v1", "XApp", name, &format!("uid-{name}"))
+}
+
+const MOVED: &[&str] = &[
+    "'s controller ownerReference names XApp \"n1\", and this UPDATE would make it XApp \"n2\"",
+    "crossplane/crossplane#5035",
+];
+
+#[rstest]
+// composition_render.go RenderComposedResourceMetadata, composition_functions.go Compose
+// @ crossplane/crossplane 2d040d2: what Crossplane itself writes.
+#[case::composed(None, composed(Some("my-app"), &[app("my-app")], &[]), Accept)]
+#[case::nested_composed_carries_the_roots_name(None,
+    composed(Some("platform"), &[xr("example.org/v1", "XNetwork", "platform-45d209b69be0", "uid-n")], &[]), Accept)]
+#[case::applied_again(Some(composed(Some("my-app"), &[app("my-app")], &[])),
+    composed(Some("my-app"), &[app("my-app")], &[]), Accept)]
+#[case::xrd_version_bump(Some(composed(Some("my-app"), &[app("my-app")], &[])),
+    composed(Some("my-app"), &[xr("example.org/v2", "XApp", "my-app", "uid-my-app")], &[]), Accept)]
+#[case::xr_recreated_under_its_name(Some(composed(Some("my-app"), &[app("my-app")], &[])),
+    composed(Some("my-app"), &[xr("example.org/v1", "XApp", "my-app", "uid-new")], &[]), Accept)]
+#[case::garbage_collection_strips_the_labels(
+    Some(composed(Some("my-db"), &[app("my-db")], &[("crossplane.io/claim-name", "db"), ("crossplane.io/claim-namespace", "dev")])),
+    composed(None, &[app("my-db")], &[]), Accept)]
+#[case::claim_bound_later(Some(composed(Some("my-db"), &[app("my-db")], &[("crossplane.io/claim-name", "")])),
+    composed(Some("my-db"), &[app("my-db")], &[("crossplane.io/claim-name", "db")]), Accept)]
+#[case::usage_marks_it_in_use(Some(composed(Some("my-app"), &[app("my-app")], &[])),
+    composed(Some("my-app"), &[app("my-app")], &[("crossplane.io/in-use", "true")]), Accept)]
+#[case::adopted_after_an_orphaning(Some(composed(Some("my-app"), &[], &[])),
+    composed(Some("my-app"), &[app("my-app")], &[]), Accept)]
+#[case::unlabelled_object_adopted(Some(composed(None, &[], &[])),
+    composed(Some("my-app"), &[app("my-app")], &[]), Accept)]
+// Two composites, one object: before v1.15 (one field manager for all XRs) they took it back and
+// forth each reconcile (crossplane/crossplane#5035, 86d9846).
+#[case::two_roots_take_it_back_and_forth(Some(composed(Some("xuser-2"), &[app("xuser-2")], &[])),
+    composed(Some("xuser-1"), &[app("xuser-1")], &[]),
+    Refuse(&["crossplane.io/composite=xuser-2", "crossplane.io/composite=xuser-1"]))]
+#[case::two_nested_composites_of_one_root(Some(composed(Some("platform"), &[app("n1")], &[])),
+    composed(Some("platform"), &[app("n2")], &[]), Refuse(MOVED))]
+#[case::controller_to_another_kind(Some(composed(Some("platform"), &[app("n1")], &[])),
+    composed(Some("platform"), &[xr("example.org/v1", "XNet", "n1", "uid-n1")], &[]),
+    Refuse(&["names XApp \"n1\", and this UPDATE would make it XNet \"n1\""]))]
+fn crossplanes_owner_is_its_label_and_its_controller(
+    #[case] old: Option<Value>,
+    #[case] new: Value,
+    #[case] expected: Expect,
+) {
+    for settings in [crossplane(), all_tools()] {
+        let cluster = Fake::default();
+        let answer = judge(
+            &settings,
+            request(CROSSPLANE, old.clone(), new.clone()),
+            &cluster,
+        );
+        expected.check(&settings, answer);
+        assert!(cluster.asked().is_empty(), "{settings}: looked up");
+    }
+}
+
+#[test]
+fn a_composites_controller_goes_alone_only_where_orphaning_is_on() {
+    let old = Some(composed(Some("my-app"), &[app("my-app")], &[]));
+    let new = composed(Some("my-app"), &[], &[]);
+    let cluster = Fake::default();
+    let (accepted, ..) = judge(
+        &crossplane(),
+        request(GC, old.clone(), new.clone()),
+        &cluster,
+    );
+    assert!(accepted, "orphaning is on by default");
+    let mut strict = crossplane();
+    strict["allowOrphaning"] = json!(false);
+    let (accepted, ..) = judge(&strict, request(GC, old.clone(), new.clone()), &cluster);
+    assert!(accepted, "the garbage collector's orphaning refused");
+    let (accepted, code, message) = judge(&strict, request(CROSSPLANE, old, new), &cluster);
+    assert!(!accepted && code == FORBIDDEN);
+    assert!(
+        message.contains("removes its controller ownerReference XApp \"my-app\" and keeps its crossplane.io/composite label, and orphaning is off"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_extensions_controller_on_a_composed_object_is_two_owners() {
+    let new = composed(Some("my-app"), &[controller("ClusterExtension", "a")], &[]);
+    let (accepted, code, message) =
+        judge(&all_tools(), request(OPERATOR, None, new), &Fake::default());
+    assert!(!accepted && code == FORBIDDEN, "{message}");
+    assert!(
+        message.contains("crossplane.io/composite=my-app"),
+        "{message}"
+    );
+}

@@ -33,10 +33,20 @@ setup_file() {
   kubectl apply -f "$HERE/crds.yaml" -f "$BATS_FILE_TMPDIR/corpus-crds.yaml" >&2
   kubectl wait --for condition=Established --timeout 60s crd --all >&2
   # Discovery of new CRDs takes the aggregator a moment.
-  wait_for 30 "CRD discovery" kubectl get clusterextensions,clusterserviceversions,clusterobjectsets,helmreleases,helmcharts,kustomizations,applications,standins.webhook.cert-manager.io,reports,policyreports -A
+  wait_for 30 "CRD discovery" kubectl get clusterextensions,clusterserviceversions,clusterobjectsets,helmreleases,helmcharts,kustomizations,applications,standins.webhook.cert-manager.io,reports,policyreports,apps.example.crossplane.io,xnetworks.example.org,xplatforms.example.org,xusers.example.org -A
   python3 "$HERE/corpus_seed.py" manifests "$SEED" "$EXPECTED" 2>"$BATS_FILE_TMPDIR/seed.log"
   cat "$BATS_FILE_TMPDIR/seed.log" >&2
   kubectl apply -f "$SEED" >&2
+  # Each XR's composed objects name it by its uid, which the API server chose: patched in.
+  local c uid ns
+  while IFS= read -r c; do
+    ns="$(jq -r '.xr.namespace // empty' <<<"$c")"
+    uid="$(kubectl get "$(jq -r .xr.resource <<<"$c")" "$(jq -r .xr.name <<<"$c")" ${ns:+-n "$ns"} -o jsonpath='{.metadata.uid}')"
+    [ -n "$uid" ] || { log "no uid for $c"; return 1; }
+    ns="$(jq -r '.namespace // empty' <<<"$c")"
+    kubectl patch "$(jq -r .plural <<<"$c")" "$(jq -r .name <<<"$c")" ${ns:+-n "$ns"} --type json \
+      -p "[{\"op\": \"replace\", \"path\": \"/metadata/ownerReferences/$(jq -r .xr.index <<<"$c")/uid\", \"value\": \"$uid\"}]" >&2
+  done < <(jq -c '.composed[]' "$EXPECTED")
 }
 
 teardown_file() {
@@ -59,6 +69,7 @@ gone-application-in-any-namespace owner-gone
 gone-applyset owner-gone
 gone-clusterextension owner-gone
 gone-clusterserviceversion owner-gone
+gone-composite owner-gone
 gone-helm-release owner-gone
 gone-helmrelease owner-gone
 gone-kapp-app owner-gone
@@ -68,6 +79,7 @@ labels-and-release-of-two-extensions two-owners
 non-canonical-revision refused-on-owner-change
 planted-gone-clusterserviceversion-by-name owner-gone
 planted-namespaced-owner-kind refused-on-owner-change
+recreated-composite owner-gone
 release-the-helmrelease-does-not-install two-owners
 revision-of-another-extension two-owners
 two-tools two-owners
@@ -90,7 +102,7 @@ owned() {
   assert_equal "${#lines[@]}" 1
   # Every corpus file has objects left in the cluster.
   run jq -r '.tools | to_entries[] | select(.value | length > 0) | .key' "$EXPECTED"
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset kapp timoni; do assert_line "$tool"; done
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset kapp timoni crossplane; do assert_line "$tool"; done
 }
 
 @test "every planted finding is found, and nothing else" {
@@ -130,6 +142,10 @@ owned() {
   assert_output --partial 'Timoni instance "gone" in namespace "planted" (its storage Secret timoni.gone) does not exist'
   run message gone-kapp-app
   assert_output --partial 'kapp app "1000000000000000000" (its record: a ConfigMap labelled kapp.k14s.io/is-app whose spec has labelValue 1000000000000000000) does not exist'
+  run message gone-composite
+  assert_output --partial 'composite resource App "gone" in namespace "planted" (example.crossplane.io/v1, uid 9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a) does not exist'
+  run message recreated-composite
+  assert_output --partial 'composite resource App "recreated" in namespace "planted" (example.crossplane.io/v1, uid 0e1d2c3b-4a59-4687-9766-a5b4c3d2e1f0) does not exist'
   run message gone-helm-release
   assert_output --partial 'Helm release "gone" in namespace "planted" (its storage Secrets, owner=helm,name=gone) does not exist'
   run message planted-namespaced-owner-kind
@@ -152,7 +168,7 @@ owned() {
   assert_equal "$(owned <<<"$output")" "$(owned <"$EXPECTED")"
   # Every corpus file's objects that carry owner keys are among them.
   local tool
-  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset kapp timoni; do
+  for tool in olm-v1 olm-v0 helm flux flux-helm argocd applyset kapp timoni crossplane; do
     assert [ "$(jq --arg t "$tool" '[.owners[].objects[] as $o | .tools[$t][] | select(. == $o)] | length' "$EXPECTED")" -gt 0 ]
   done
 }
@@ -171,12 +187,13 @@ preset_findings() {
     applyset) printf '%s\n' 'gone-applyset owner-gone' ;;
     kapp) printf '%s\n' 'gone-kapp-app owner-gone' ;;
     timoni) printf '%s\n' 'gone-timoni-instance owner-gone' ;;
+    crossplane) printf '%s\n' 'gone-composite owner-gone' 'recreated-composite owner-gone' ;;
   esac
 }
 
 @test "each tool's own preset: its planted findings, none on the tool's objects, each listed" {
   local preset tool json
-  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking applyset kapp timoni; do
+  for preset in olm-v1 olm-v0 helm flux argocd argocd-label-tracking applyset kapp timoni crossplane; do
     tool="${preset%-label-tracking}"
     run --separate-stderr "$PLUGIN" owners --preset "$ROOT/deploy/$preset.yaml" -o json
     [ "$status" -le 1 ] || fail "$preset: exit $status: $stderr"
@@ -218,7 +235,7 @@ preset_findings() {
   # One per finding (one finding per planted object), Reports in the object's namespace and
   # ClusterReports for cluster-scoped objects.
   assert_equal "$(jq '.items | length' <<<"$reports")" "$(jq '.findings | length' <<<"$json")"
-  assert_equal "$(jq '.items | length' <<<"$reports")" 19
+  assert_equal "$(jq '.items | length' <<<"$reports")" 21
   assert_equal "$(jq -r '.items[] | "\(.scope.name) \(.results[].rule)"' <<<"$reports" | sort)" "$PLANTED_FINDINGS"
   assert_equal "$(jq -r '[.items[] | select(.kind == "ClusterReport") | .scope.name] | sort | join(",")' <<<"$reports")" \
     'planted-gone-clusterserviceversion-by-name,planted-namespaced-owner-kind'

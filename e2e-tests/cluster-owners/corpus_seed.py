@@ -25,6 +25,8 @@ What the manifests hold:
   elsewhere), Kustomizations, Argo CD Applications (`<ns>_<app>` tracking ids in `<ns>`, else
   in `argocd`), Helm releases' storage Secrets, ApplySet parents (a Secret labelled with the
   id, where the corpus leaves none); and the namespaces all of them need.
+- Crossplane's composite resources (XRs), of the corpus' own kinds (CRDs of theirs), named by
+  the seeded objects' controller references: corpus.bats gives each reference its XR's uid.
 - Planted findings, in namespace `planted` (cluster-scoped: named `planted-*`), one object
   each with exactly one finding: PLANTED below.
 
@@ -62,7 +64,17 @@ KINDS.update({
     "Kustomization": ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", True),
     "Application": ("argoproj.io", "v1alpha1", "applications", True),
 })
-ORDER = ["Namespace", "CustomResourceDefinition", "ClusterExtension", "ClusterObjectSet",
+# The composite resources (XRs) of the Crossplane corpus' controller references: the user's
+# kinds, served by CRDs of their own (crds()), each XR an owner object.
+XR_KINDS = {
+    "App": ("example.crossplane.io", "v1", "apps", True),
+    "XNetwork": ("example.org", "v1", "xnetworks", False),
+    "XPlatform": ("example.org", "v1", "xplatforms", False),
+    "XUser": ("example.org", "v1", "xusers", False),
+    "XPostgres": ("db.example.org", "v1alpha1", "xpostgreses", False),
+}
+KINDS.update(XR_KINDS)
+ORDER = ["Namespace", "CustomResourceDefinition", *XR_KINDS, "ClusterExtension", "ClusterObjectSet",
          "ClusterServiceVersion", "HelmRelease", "Kustomization", "Application", "HelmChart",
          "Secret", "ServiceAccount", "ConfigMap", "Service", "Deployment", "ReplicaSet", "StatefulSet", "Job",
          "Ingress", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "APIService",
@@ -85,6 +97,7 @@ PART_OF = "applyset.kubernetes.io/part-of"
 APPLYSET_ID = "applyset.kubernetes.io/id"
 KAPP_APP = "kapp.k14s.io/app"
 KAPP_IS_APP = "kapp.k14s.io/is-app"
+COMPOSITE = "crossplane.io/composite"
 
 # deploy/all-tools.yaml's schemes, in order: name, label keys, annotation keys.
 SCHEMES = [
@@ -97,6 +110,7 @@ SCHEMES = [
     ("applyset", [PART_OF], []),
     ("kapp", [KAPP_APP], []),
     ("timoni", ["instance.timoni.sh/name", "instance.timoni.sh/namespace"], []),
+    ("crossplane", [COMPOSITE], []),
 ]
 # The aliases' first schemes: an object of one owner under both is listed under the first.
 LEADS = {"olm-v1": "helm", "flux-helm": "helm"}
@@ -217,7 +231,7 @@ def crds():
     that serves the corpus APIService's group."""
     out = []
     for kind, (group, version, plural, namespaced) in KINDS.items():
-        if kind in ("ClusterServiceVersion", "ClusterObjectSet", "HelmChart", "Application"):
+        if kind in ("ClusterServiceVersion", "ClusterObjectSet", "HelmChart", "Application", *XR_KINDS):
             spec = crd_spec(f"{plural}.{group}", "Namespaced" if namespaced else "Cluster", version)
             spec["names"]["kind"] = kind
             spec["names"]["listKind"] = f"{kind}List"
@@ -334,6 +348,11 @@ def owners_named(o):
         out.append(("KappApp", None, labels[KAPP_APP]))
     if labels.get("instance.timoni.sh/name") and labels.get("instance.timoni.sh/namespace"):
         out.append(("TimoniInstance", labels["instance.timoni.sh/namespace"], labels["instance.timoni.sh/name"]))
+    if labels.get(COMPOSITE) is not None:
+        # A composite resource: the object's controller (the label names the root XR).
+        for r in m.get("ownerReferences") or []:
+            if r.get("controller") and r["kind"] in XR_KINDS:
+                out.append((r["kind"], m.get("namespace") if XR_KINDS[r["kind"]][3] else None, r["name"]))
     if RELEASE_NS in annotations and annotations.get(RELEASE) and OLM_NAME not in labels \
             and FLUX_HELM[0] not in labels:
         out.append(("HelmReleaseStorage", annotations[RELEASE_NS], annotations[RELEASE]))
@@ -382,6 +401,8 @@ PLANTED_OWNERS = [
              {"spec": {"lifecycleState": "Active", "revision": 1}}),
     # A HelmRelease without spec.releaseName: it installs the release named after it.
     manifest("HelmRelease", "podinfo-planted", PLANTED_NS),
+    # An XR created again under its name: the object that names the old one's uid is gone.
+    manifest("App", "recreated", PLANTED_NS),
 ]
 EXT = {OLM_KIND: "ClusterExtension", OLM_NAME: "argocd"}
 PLANTED = [
@@ -430,6 +451,16 @@ PLANTED = [
                             {"instance.timoni.sh/name": "gone", "instance.timoni.sh/namespace": PLANTED_NS})),
     # A kapp app's object whose app record is gone.
     ("owner-gone", manifest("ConfigMap", "gone-kapp-app", PLANTED_NS, {KAPP_APP: "1000000000000000000"})),
+    # A composed object whose composite resource is gone, and one whose XR was created again
+    # (another uid: the garbage collector deletes what names the old one).
+    ("owner-gone", manifest("ConfigMap", "gone-composite", PLANTED_NS, {COMPOSITE: "gone"}, None,
+                            [{"apiVersion": "example.crossplane.io/v1", "kind": "App", "name": "gone",
+                              "uid": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a", "controller": True,
+                              "blockOwnerDeletion": True}])),
+    ("owner-gone", manifest("ConfigMap", "recreated-composite", PLANTED_NS, {COMPOSITE: "recreated"}, None,
+                            [{"apiVersion": "example.crossplane.io/v1", "kind": "App", "name": "recreated",
+                              "uid": "0e1d2c3b-4a59-4687-9766-a5b4c3d2e1f0", "controller": True,
+                              "blockOwnerDeletion": True}])),
     # An ApplySet member whose parent (no object labelled with the id) is gone.
     ("owner-gone", manifest("ConfigMap", "gone-applyset", PLANTED_NS,
                             {PART_OF: "applyset-gone-v1"})),
@@ -515,6 +546,15 @@ def expected(objects, tools, left_out, planted):
                            key=lambda f: (f["object"]["name"], f["kind"])),
         "tools": {t: [ref(k) for k in ks] for t, ks in tools.items()},
         "left_out": left_out,
+        # The seeded objects controlled by an XR, whose reference takes the XR's uid once both
+        # are in the cluster (a uid cannot be chosen at create): corpus.bats patches them.
+        "composed": [{**ref(key(o)), "plural": KINDS[o["kind"]][2], "xr": {
+            "kind": r["kind"], "name": r["name"], "index": i,
+            "resource": f"{XR_KINDS[r['kind']][2]}.{XR_KINDS[r['kind']][0]}",
+            **({"namespace": o["metadata"]["namespace"]} if XR_KINDS[r["kind"]][3] else {})}}
+            for o in objects if key(o) not in planted
+            for i, r in enumerate(o["metadata"].get("ownerReferences") or [])
+            if r.get("controller") and r["kind"] in XR_KINDS],
     }
 
 

@@ -185,7 +185,7 @@ EOF
   # kubewarden-controller copies into the webhook only on Kubernetes 1.30 or newer: below
   # that each sees the CREATE and the UPDATE, and accepts both.
   local preset sent
-  for preset in olm-v1 olm-v0 helm argocd argocd-label-tracking flux applyset kapp timoni; do
+  for preset in olm-v1 olm-v0 helm argocd argocd-label-tracking flux applyset kapp timoni crossplane; do
     sent="$(requests_for "$cm" | jq -s --arg p "$(policy_id "single-owner-$preset")" '[.[] | select(.policy == $p)]')"
     if [ "$KUBERNETES_MINOR" -ge 30 ]; then
       assert_equal "$preset: $(jq length <<<"$sent")" "$preset: 0"

@@ -268,6 +268,7 @@ mod tests {
             kind: crate::lookups::OwnerKind::ClusterExtension,
             name: "cm".into(),
             namespace: None,
+            controller: None,
         };
         let f = gone(&o.r, &c, &owner);
         assert_eq!(f.kind, FindingKind::OwnerGone);

@@ -28,6 +28,11 @@
 //!   kapp generates is looked up: a recorded app's is the decimal UnixNano of its creation
 //!   (carvel-dev/kapp `pkg/kapp/app/recorded_app.go`, `create`); a `-a label:` app has no
 //!   record, and a value a user chose is not a finding;
+//! - `crossplane.io/composite`: a Crossplane composite resource (XR), the object's controller
+//!   ownerReference (the label names the root of nested XRs, the controller the one that
+//!   composes the object), of the user's kind, in the object's namespace or cluster-scoped;
+//!   gone also where an XR of that name has another uid (deleted and created again: the
+//!   garbage collector deletes what names the old one);
 //! - `meta.helm.sh/release-name`/`release-namespace`: a Helm release, which exists while its
 //!   storage Secrets do (`owner=helm,name=<release>` in the release namespace, Helm's default
 //!   driver). Not checked where OLM v1's or helm-controller's keys are on the object too: they
@@ -47,7 +52,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use serde::Serialize;
 
 use crate::discovery::Discovered;
-use crate::owners::Carried;
+use crate::owners::{Carried, Controller};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum OwnerKind {
@@ -64,6 +69,8 @@ pub enum OwnerKind {
     TimoniInstance,
     /// A kapp app, by its record (the name is the app label's value).
     KappApp,
+    /// A Crossplane composite resource, of the kind its controller reference names.
+    Composite,
 }
 
 /// The label on a kapp app's members, its value the app record's `labelValue`.
@@ -94,6 +101,8 @@ impl OwnerKind {
             OwnerKind::ApplySet => ("", "v1", "Secret"),
             OwnerKind::TimoniInstance => ("", "v1", "Secret"),
             OwnerKind::KappApp => ("", "v1", "ConfigMap"),
+            // The user's kind: `OwnerRef::controller` names it.
+            OwnerKind::Composite => ("", "", "composite resource"),
         }
     }
 }
@@ -104,10 +113,20 @@ pub struct OwnerRef {
     pub kind: OwnerKind,
     pub name: String,
     pub namespace: Option<String>,
+    /// A composite resource's controller reference (its apiVersion, kind and uid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller: Option<Controller>,
 }
 
 impl fmt::Display for OwnerRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(c) = &self.controller {
+            write!(f, "composite resource {} {:?}", c.kind, c.name)?;
+            if let Some(ns) = &self.namespace {
+                write!(f, " in namespace {ns:?}")?;
+            }
+            return write!(f, " ({}, uid {})", c.api_version, c.uid);
+        }
         let (group, version, kind) = self.kind.gvk();
         let what = match self.kind {
             OwnerKind::HelmReleaseStorage => "Helm release".to_string(),
@@ -170,6 +189,7 @@ pub fn named(carried: &[Carried], argocd_namespace: &str) -> Vec<OwnerRef> {
                 kind,
                 name,
                 namespace: namespace.filter(|n| !n.is_empty()),
+                controller: None,
             })
         };
         let olm_kind = key("olm.operatorframework.io/owner-kind");
@@ -216,6 +236,14 @@ pub fn named(carried: &[Carried], argocd_namespace: &str) -> Vec<OwnerRef> {
             key(KAPP_APP).filter(|v| v.bytes().all(|b| b.is_ascii_digit())),
             None,
         ));
+        if let Some(c) = &c.controller {
+            out.push(OwnerRef {
+                kind: OwnerKind::Composite,
+                name: c.name.clone(),
+                namespace: c.namespace.clone(),
+                controller: Some(c.clone()),
+            });
+        }
         if let Some(app) = key("argocd.argoproj.io/tracking-id") {
             let (ns, app) = match app.split_once('_') {
                 Some((ns, app)) => (ns.to_string(), app.to_string()),
@@ -366,10 +394,36 @@ impl KubeLookup {
     }
 }
 
+impl KubeLookup {
+    /// A composite resource: its kind as served, by name, and with the uid its objects name.
+    async fn composite(&self, c: &Controller) -> Found {
+        let group = c.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let Some(ty) = self.discovered.find(group, &c.kind) else {
+            return Found::Unknown(format!("{} ({}) is not served", c.kind, c.api_version));
+        };
+        let ar = ty.api_resource();
+        let client = self.client.clone();
+        let api: Api<DynamicObject> = match &c.namespace {
+            Some(ns) if ty.namespaced => Api::namespaced_with(client, ns, &ar),
+            _ => Api::all_with(client, &ar),
+        };
+        match api.get_metadata_opt(&c.name).await {
+            Ok(Some(found)) if found.metadata.uid.as_deref() == Some(c.uid.as_str()) => {
+                Found::Exists
+            }
+            Ok(_) => Found::Gone,
+            Err(e) => Found::Unknown(e.to_string()),
+        }
+    }
+}
+
 impl Lookup for KubeLookup {
     async fn find(&self, owner: &OwnerRef) -> Found {
         if owner.kind == OwnerKind::ApplySet {
             return self.applyset_parent(&owner.name).await;
+        }
+        if let Some(c) = &owner.controller {
+            return self.composite(c).await;
         }
         if owner.kind == OwnerKind::KappApp {
             return match self.kapp_records().await {
@@ -466,6 +520,7 @@ pub mod tests {
             },
             scheme: 0,
             values: keys,
+            controller: None,
         }
     }
 
@@ -474,6 +529,7 @@ pub mod tests {
             kind,
             name: name.into(),
             namespace: ns.map(Into::into),
+            controller: None,
         }
     }
 

@@ -72,8 +72,8 @@ enum Command {
 struct PolicyArgs {
     /// A ClusterAdmissionPolicy manifest whose spec.settings are the settings, or the name of
     /// a preset the plugin ships: all-tools, olm-v1, olm-v0, helm, argocd,
-    /// argocd-label-tracking, flux, applyset, kapp, timoni, identity/... (the project's
-    /// deploy/).
+    /// argocd-label-tracking, flux, applyset, kapp, timoni, crossplane, identity/... (the
+    /// project's deploy/).
     #[arg(long, value_name = "FILE|NAME", conflicts_with = "settings")]
     preset: Option<PathBuf>,
     /// The policy settings, JSON or YAML (default: `{}`, the OLM v1 defaults).
@@ -359,6 +359,7 @@ fn carried_of(carried: &[owners::Carried], id: &owners::OwnerId) -> owners::Carr
             id: id.clone(),
             scheme: 0,
             values: Default::default(),
+            controller: None,
         })
 }
 

@@ -72,6 +72,21 @@ pub struct Carried {
     pub id: OwnerId,
     pub scheme: usize,
     pub values: BTreeMap<String, String>,
+    /// Under a tool whose owner is also the object's controller and whose keys do not name it
+    /// (Crossplane: the label names the root composite, the controller the one that composes
+    /// the object), that controller, whose existence is the owner's.
+    pub controller: Option<Controller>,
+}
+
+/// An object's controller ownerReference, and the namespace it is looked for in (the
+/// object's; a cluster-scoped owner is found without it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Controller {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    pub namespace: Option<String>,
 }
 
 /// An object with what the rules read of it.
@@ -198,6 +213,16 @@ pub fn carried(model: &Model, object: &Object) -> Result<Vec<Carried>, String> {
             },
             scheme: owned.scheme,
             values: whole,
+            controller: (scheme.tool == "crossplane")
+                .then(|| object.controller())
+                .flatten()
+                .map(|r| Controller {
+                    api_version: r.api_version.clone(),
+                    kind: r.kind.clone(),
+                    name: r.name.clone(),
+                    uid: r.uid.clone(),
+                    namespace: object.r.namespace.clone(),
+                }),
         });
     }
     Ok(out)
@@ -211,7 +236,7 @@ pub fn is_marked(model: &Model, meta: &ObjectMeta) -> bool {
     };
     has(&meta.labels, &model.schemes.label_keys)
         || has(&meta.annotations, &model.schemes.annotation_keys)
-        || (model.schemes.controlled.is_some()
+        || (!model.schemes.controlled.is_empty()
             && (meta.owner_references.iter().flatten())
                 .any(|r| r.controller == Some(true) && olm_v1::controls(&r.api_version, &r.kind)))
 }
@@ -460,5 +485,67 @@ pub mod tests {
         };
         assert_eq!(filter.shows(std::slice::from_ref(&owner)), shown);
         assert!(Filter::default().shows(&[]));
+    }
+}
+
+#[cfg(test)]
+mod composite_tests {
+    use super::tests::{all_tools, object};
+    use super::*;
+
+    #[test]
+    fn a_composed_objects_owner_is_looked_up_by_its_controller() {
+        let mut o = object(
+            "Secret",
+            Some("infra"),
+            "platform-ebb21f2dacc9",
+            &[("crossplane.io/composite", "platform")],
+            &[],
+        );
+        o.meta.owner_references = Some(vec![OwnerReference {
+            api_version: "example.org/v1".into(),
+            kind: "XNetwork".into(),
+            name: "platform-45d209b69be0".into(),
+            uid: "uid-n".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]);
+        let c = carried(&all_tools(), &o).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            c[0].id.to_string(),
+            "crossplane [crossplane.io/composite=platform]"
+        );
+        assert_eq!(
+            c[0].controller,
+            Some(Controller {
+                api_version: "example.org/v1".into(),
+                kind: "XNetwork".into(),
+                name: "platform-45d209b69be0".into(),
+                uid: "uid-n".into(),
+                namespace: Some("infra".into()),
+            })
+        );
+        let named = crate::lookups::named(&c, "argocd");
+        assert_eq!(named.len(), 1);
+        assert_eq!(
+            named[0].to_string(),
+            "composite resource XNetwork \"platform-45d209b69be0\" in namespace \"infra\" \
+             (example.org/v1, uid uid-n)"
+        );
+        // Another tool's keys with a controller: no composite to look up.
+        let mut helm = object(
+            "Secret",
+            Some("infra"),
+            "x",
+            &[],
+            &[
+                ("meta.helm.sh/release-name", "web"),
+                ("meta.helm.sh/release-namespace", "infra"),
+            ],
+        );
+        helm.meta.owner_references = o.meta.owner_references.clone();
+        let c = carried(&all_tools(), &helm).unwrap();
+        assert!(c.iter().all(|c| c.controller.is_none()));
     }
 }

@@ -65,7 +65,7 @@ impl Model {
 
 /// The presets the project ships (`deploy/`), built in, so that a plugin installed alone (with
 /// krew) can name one: `--preset all-tools`.
-pub const SHIPPED: [(&str, &str); 15] = [
+pub const SHIPPED: [(&str, &str); 16] = [
     ("olm-v1", include_str!("../../deploy/olm-v1.yaml")),
     ("olm-v0", include_str!("../../deploy/olm-v0.yaml")),
     ("helm", include_str!("../../deploy/helm.yaml")),
@@ -78,6 +78,7 @@ pub const SHIPPED: [(&str, &str); 15] = [
     ("applyset", include_str!("../../deploy/applyset.yaml")),
     ("kapp", include_str!("../../deploy/kapp.yaml")),
     ("timoni", include_str!("../../deploy/timoni.yaml")),
+    ("crossplane", include_str!("../../deploy/crossplane.yaml")),
     ("all-tools", include_str!("../../deploy/all-tools.yaml")),
     (
         "identity/olm-v1-operator",

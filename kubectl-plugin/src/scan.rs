@@ -378,6 +378,7 @@ pub mod tests {
             kind,
             name: name.into(),
             namespace: ns.map(Into::into),
+            controller: None,
         };
         let lookup = lookups::tests::Fake {
             exists: vec![

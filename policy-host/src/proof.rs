@@ -1,9 +1,9 @@
 //! The proof that no shipped manifest keeps from its policy a write the policy would refuse:
 //! over generated changes of the owner markers (keys added, removed, changed in value and in
 //! case, emptied; labels and annotations, the revision and handover annotations among them;
-//! ownerReferences with a controller or none, of OLM v1's kinds and others), every manifest's
-//! selection (its rules, objectSelector and matchConditions, as `selects` evaluates them) must
-//! send each write that its module, with the manifest's settings, refuses. The module is the
+//! ownerReferences with a controller or none, of OLM v1's kinds, Crossplane XRs' and others),
+//! every manifest's selection (its rules, objectSelector and matchConditions, as `selects`
+//! evaluates them) must send each write that its module, with the manifest's settings, refuses. The module is the
 //! rules crate itself, with every lookup failing, so that it refuses all it could refuse
 //! whatever a cluster would answer. A matchCondition that fails to evaluate fails the proof
 //! too: with `failurePolicy: Fail` the API server would refuse the write.
@@ -179,13 +179,19 @@ fn reference() -> impl Strategy<Value = Value> {
             ("olm.operatorframework.io/v1", "ClusterObjectSet"),
             ("operators.coreos.com/v1alpha1", "ClusterServiceVersion"),
             ("apps/v1", "Deployment"),
+            // Crossplane's XRs, of the user's kinds, across an XRD version bump.
+            ("example.org/v1", "XApp"),
+            ("example.org/v2", "XApp"),
+            ("example.org/v1", "XNet"),
         ]),
         proptest::sample::select(vec!["a", "b", "a-1"]),
         proptest::sample::select(vec![Some(true), Some(false), None]),
+        // An XR recreated under its name has a new uid.
+        proptest::sample::select(vec!["", "-recreated"]),
     )
-        .prop_map(|((api_version, kind), name, controller)| {
+        .prop_map(|((api_version, kind), name, controller, uid)| {
             let mut r = json!({"apiVersion": api_version, "kind": kind, "name": name,
-                "uid": format!("uid-{name}")});
+                "uid": format!("uid-{name}{uid}")});
             if let Some(c) = controller {
                 r["controller"] = json!(c);
             }
@@ -455,7 +461,7 @@ fn no_manifest_skips_a_write_its_module_refuses() {
 fn ordinary_writes_of_owned_objects_stay_in_the_api_server() {
     // An UPDATE of an owned object that changes its data and no marker: not sent by the
     // one-tool and all-tools presets (the identity presets judge who writes on every write).
-    let owned = Markers {
+    let olm = Markers {
         labels: vec![
             (
                 "olm.operatorframework.io/owner-kind".into(),
@@ -467,24 +473,32 @@ fn ordinary_writes_of_owned_objects_stay_in_the_api_server() {
         references: vec![json!({"apiVersion": "olm.operatorframework.io/v1",
             "kind": "ClusterExtension", "name": "a", "uid": "u", "controller": true})],
     };
-    let write = Write {
-        create: false,
-        status: false,
-        cluster_scoped: false,
-        writer: "alice",
-        old: owned.clone(),
-        new: owned,
+    let crossplane = Markers {
+        labels: vec![("crossplane.io/composite".into(), "a".into())],
+        annotations: vec![],
+        references: vec![json!({"apiVersion": "example.org/v1",
+            "kind": "XApp", "name": "a", "uid": "u", "controller": true})],
     };
-    for m in manifests() {
-        let name = m.path.file_name().unwrap().to_string_lossy().to_string();
-        if m.path.parent().is_some_and(|p| p.ends_with("identity")) {
-            continue;
+    for owned in [olm, crossplane] {
+        let write = Write {
+            create: false,
+            status: false,
+            cluster_scoped: false,
+            writer: "alice",
+            old: owned.clone(),
+            new: owned,
+        };
+        for m in manifests() {
+            let name = m.path.file_name().unwrap().to_string_lossy().to_string();
+            if m.path.parent().is_some_and(|p| p.ends_with("identity")) {
+                continue;
+            }
+            let sent = selects(&m.text, &write.request()).unwrap();
+            assert!(
+                sent.is_err(),
+                "{name} sends an ordinary write of an owned object"
+            );
         }
-        let sent = selects(&m.text, &write.request()).unwrap();
-        assert!(
-            sent.is_err(),
-            "{name} sends an ordinary write of an owned object"
-        );
     }
 }
 

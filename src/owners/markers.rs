@@ -3,9 +3,10 @@
 //!
 //! An object's markers are the values of every key the settings read (each scheme's owner
 //! keys, kind and namespace labels and revision annotation, and the handover annotation) and,
-//! where a scheme's tool sets one, its controller ownerReference to that tool's kinds (OLM v1's
-//! to a ClusterExtension or a ClusterObjectSet; a controller of another kind names no owner the
-//! rules know). Nothing else of an object names its owner.
+//! where a scheme's tool sets one, its controller ownerReference (`tools::controls`: OLM v1's
+//! to a ClusterExtension or a ClusterObjectSet; Crossplane's to an XR of any kind, on an object
+//! that carries its label; another controller names no owner the rules know). Nothing else of
+//! an object names its owner.
 //!
 //! The rules judge ownership changes: an UPDATE that leaves every marker as stored cannot
 //! change the owner, so it is accepted as its object was judged when the markers were written,
@@ -22,7 +23,7 @@
 //! `filter`, the conditional and comparisons), and reads no list whose length the request sets
 //! but the object's ownerReferences.
 
-use crate::owners::{Marks, Schemes};
+use crate::owners::{Marks, Scheme, Schemes};
 use crate::settings::Settings;
 use crate::tools::olm_v1;
 
@@ -31,18 +32,7 @@ use crate::tools::olm_v1;
 pub fn changed(schemes: &Schemes, old: &Marks, new: &Marks) -> bool {
     let keys = schemes.key_slots();
     old.values.get(..keys) != new.values.get(..keys)
-        || tools_controller(schemes, old) != tools_controller(schemes, new)
-}
-
-/// The object's controller ownerReference where it is a marker: a reference to a kind of the
-/// tool that sets controllers (`tools::sets_controller`).
-fn tools_controller<'m>(
-    schemes: &Schemes,
-    marks: &Marks<'m>,
-) -> Option<crate::owners::Reference<'m>> {
-    marks
-        .controller(schemes)
-        .filter(|r| olm_v1::controls(r.api_version, r.kind))
+        || schemes.tools_controller(old) != schemes.tools_controller(new)
 }
 
 /// One of a webhook's matchConditions.
@@ -121,8 +111,10 @@ fn ownership_change(markers: &Cel) -> String {
 struct Cel {
     labels: String,
     annotations: String,
-    /// The predicate of a controller reference that is a marker, over `r`.
-    controller: Option<String>,
+    /// The controller references that are markers, one per controlled scheme: the predicate
+    /// over `r`, and where the reference is a marker only on an object that carries the
+    /// scheme's keys (Crossplane's), whether the object or the stored one does.
+    controllers: Vec<(String, Option<String>)>,
 }
 
 impl Cel {
@@ -140,15 +132,9 @@ impl Cel {
         Cel {
             labels: list(&schemes.label_keys),
             annotations: list(&schemes.annotation_keys),
-            controller: schemes.controlled.map(|_| {
-                format!(
-                    "has(r.controller) && r.controller == true && r.apiVersion == {} && \
-                     r.kind in [{}, {}]",
-                    quote(olm_v1::API_VERSION),
-                    quote(olm_v1::KIND),
-                    quote(olm_v1::REVISION_KIND),
-                )
-            }),
+            controllers: (schemes.controlled.iter())
+                .map(|&s| controller(&schemes.list[s]))
+                .collect(),
         }
     }
 
@@ -168,7 +154,7 @@ impl Cel {
                 )
             })
             .collect();
-        if let Some(controller) = &self.controller {
+        for (controller, _) in self.controllers.iter().filter(|(_, on)| on.is_none()) {
             any.push(format!(
                 "(has({x}.metadata.ownerReferences) && \
                  {x}.metadata.ownerReferences.exists(r, {controller}))"
@@ -204,24 +190,79 @@ impl Cel {
                 )
             })
             .collect();
-        if let Some(controller) = &self.controller {
-            let refs = |x: &str| {
-                format!(
-                    "(has({x}.metadata.ownerReferences) ? \
-                     {x}.metadata.ownerReferences.filter(r, {controller}) : [])"
-                )
-            };
-            any.push(format!(
-                "{} &&\n    {} !=\n    {}",
+        // The controllers that are markers, each compared where the list changed at all
+        // (once for all of them); Crossplane's only where the object carries its keys.
+        let differ: Vec<String> = (self.controllers.iter())
+            .map(|(controller, on)| {
+                let refs = |x: &str| {
+                    format!(
+                        "(has({x}.metadata.ownerReferences) ? \
+                         {x}.metadata.ownerReferences.filter(r, {controller}) : [])"
+                    )
+                };
+                let guard = on
+                    .as_ref()
+                    .map_or(String::new(), |on| format!("{on} &&\n    "));
+                format!("{guard}{} !=\n    {}", refs("object"), refs("oldObject"))
+            })
+            .collect();
+        match differ.as_slice() {
+            [] => {}
+            [one] => any.push(format!("{} &&\n    {one}", whole("ownerReferences", "[]"))),
+            several => any.push(format!(
+                "{} &&\n    ({})",
                 whole("ownerReferences", "[]"),
-                refs("object"),
-                refs("oldObject")
-            ));
+                several.join(" ||\n    ")
+            )),
         }
         match any.is_empty() {
             true => "false".into(),
             false => any.join(" ||\n  "),
         }
+    }
+}
+
+/// The controller reference that is a marker under controlled scheme `scheme`, in CEL
+/// (`Cel::controllers`; `tools::controls` in Rust). Crossplane's is any controller, on an object
+/// that carries its keys; the predicate leaves OLM v1's kinds in, which only makes the
+/// condition send a write more.
+fn controller(scheme: &Scheme) -> (String, Option<String>) {
+    const IS_CONTROLLER: &str = "has(r.controller) && r.controller == true";
+    match scheme.tool.as_str() {
+        "crossplane" => {
+            let (labels, annotations) = scheme.keys.split_at(scheme.labels);
+            let carries = |x: &str| {
+                let mut any = Vec::new();
+                for (field, keys) in [("labels", labels), ("annotations", annotations)] {
+                    if keys.is_empty() {
+                        continue;
+                    }
+                    let quoted: Vec<String> = keys.iter().map(|k| quote(k)).collect();
+                    any.push(format!(
+                        "has({x}.metadata.{field}) && [{}].exists(k, k in {x}.metadata.{field})",
+                        quoted.join(", ")
+                    ));
+                }
+                any.join(" || ")
+            };
+            (
+                IS_CONTROLLER.to_string(),
+                Some(format!(
+                    "({} || {})",
+                    carries("object"),
+                    carries("oldObject")
+                )),
+            )
+        }
+        _ => (
+            format!(
+                "{IS_CONTROLLER} && r.apiVersion == {} && r.kind in [{}, {}]",
+                quote(olm_v1::API_VERSION),
+                quote(olm_v1::KIND),
+                quote(olm_v1::REVISION_KIND),
+            ),
+            None,
+        ),
     }
 }
 

@@ -114,10 +114,13 @@ pub struct Schemes {
     pub handover_annotation: String,
     /// The slot of the handover annotation's value.
     successor: usize,
-    /// The scheme whose tool sets a controller ownerReference (OLM v1's), and the first of
-    /// the three slots of the object's controller reference (`controller`); `None`: no rule
-    /// reads it, and the reader skips `ownerReferences`.
-    pub controlled: Option<(usize, usize)>,
+    /// The schemes whose tool sets a controller ownerReference (OLM v1's, Crossplane's:
+    /// `tools::sets_controller`).
+    pub controlled: Vec<usize>,
+    /// The first of the three slots of the object's controller reference (`controller`) where
+    /// a scheme is controlled; `None`: no rule reads it, and the reader skips
+    /// `ownerReferences`.
+    controller_slot: Option<usize>,
     /// Each label key the rules read, and the slot its value goes to.
     pub label_keys: Vec<(String, usize)>,
     /// Each annotation key the rules read, and its slot.
@@ -177,9 +180,11 @@ impl Schemes {
             list.push(scheme);
         }
         let successor = first;
-        let controlled = (list.iter())
-            .position(|s| crate::tools::sets_controller(&s.tool))
-            .map(|s| (s, successor + 1));
+        let controlled: Vec<usize> = (list.iter().enumerate())
+            .filter(|(_, s)| crate::tools::sets_controller(&s.tool))
+            .map(|(i, _)| i)
+            .collect();
+        let controller_slot = (!controlled.is_empty()).then_some(successor + 1);
         if !settings.handover_annotation.is_empty() {
             annotation_keys.push((settings.handover_annotation.clone(), successor));
         }
@@ -192,6 +197,7 @@ impl Schemes {
             handover_annotation: settings.handover_annotation.clone(),
             successor,
             controlled,
+            controller_slot,
             label_keys,
             annotation_keys,
         }
@@ -202,7 +208,7 @@ impl Schemes {
         Wanted {
             labels: &self.label_keys,
             annotations: &self.annotation_keys,
-            controller: self.controlled.map(|(_, slot)| slot),
+            controller: self.controller_slot,
         }
     }
 
@@ -214,7 +220,7 @@ impl Schemes {
 
     /// How many values the rules read off one object.
     pub fn slots(&self) -> usize {
-        self.successor + 1 + if self.controlled.is_some() { 3 } else { 0 }
+        self.successor + 1 + if self.controller_slot.is_some() { 3 } else { 0 }
     }
 
     /// The owner of scheme `s` whose keys hold `values` (`(key, value)`), the others
@@ -225,6 +231,25 @@ impl Schemes {
             .map(|k| values.iter().find(|(key, _)| key == k).map(|(_, v)| *v))
             .collect();
         scheme.owner(Values::Named(named))
+    }
+
+    /// The controlled scheme of `tool`, if the policy has one.
+    pub fn controlled_by(&self, tool: &str) -> Option<usize> {
+        (self.controlled.iter().copied()).find(|&s| self.list[s].tool == tool)
+    }
+
+    /// The object's controller reference where it is a marker, with the scheme whose tool set
+    /// it (`tools::controls`): a controller of a kind no scheme's tool sets names no owner the
+    /// rules know.
+    pub fn tools_controller<'m>(&self, marks: &Marks<'m>) -> Option<(usize, Reference<'m>)> {
+        let r = marks.controller(self)?;
+        (self.controlled.iter().copied())
+            .find(|&s| {
+                let scheme = &self.list[s];
+                let marked = marks.owner(scheme).is_some();
+                crate::tools::controls(&scheme.tool, (r.api_version, r.kind), marked)
+            })
+            .map(|s| (s, r))
     }
 
     /// Whether the policy knows several tools (else messages name none, and the rules across
@@ -610,7 +635,7 @@ impl<'m> Marks<'m> {
 
     /// The object's controller ownerReference, where a rule reads it (`Schemes::controlled`).
     pub fn controller(&self, schemes: &Schemes) -> Option<Reference<'m>> {
-        let (_, first) = schemes.controlled?;
+        let first = schemes.controller_slot?;
         Some(Reference {
             api_version: self.at(first).unwrap_or(""),
             kind: self.at(first + 1).unwrap_or(""),

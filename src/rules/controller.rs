@@ -16,10 +16,12 @@
 //!   reference (`propagationPolicy: Orphan`), which the exempt writers may always make.
 //!
 //! Which owner a controller names is the tool's rule (`tools::olm_v1::extension_of`: a
-//! ClusterExtension, or the extension of a boxcutter revision, looked up). Only OLM v1 sets
-//! controller references on the objects it owns; OLM v0's references to a
-//! ClusterServiceVersion are not controllers, and Helm, Flux and Argo CD set none
-//! (docs/tools.md).
+//! ClusterExtension, or the extension of a boxcutter revision, looked up). OLM v1 and
+//! Crossplane set controller references on the objects they own; OLM v0's references to a
+//! ClusterServiceVersion are not controllers, and Helm, Flux, Argo CD, kubectl, kapp and Timoni
+//! set none (docs/tools.md). Crossplane's label names the root of a tree of composite resources
+//! and its controller the one that composes the object, so they are not paired: the controller
+//! is held to one composite across writes (`crossplane_controller`).
 
 use crate::owners::{Marks, Owned, Reference, Related, Schemes};
 use crate::rules::describe::{Owners, Subject};
@@ -27,7 +29,7 @@ use crate::rules::message::{Part, Quoted, message, text};
 use crate::rules::verdict::Verdict;
 use crate::settings::{OLM_OWNER_KIND_LABEL, Settings};
 use crate::tools::cluster::Cluster;
-use crate::tools::olm_v1;
+use crate::tools::{crossplane, olm_v1};
 
 /// `ClusterExtension "x"`, as the messages name a reference.
 impl Part for Reference<'_> {
@@ -70,11 +72,92 @@ pub struct Judging<'j> {
     pub exempt: &'j dyn Fn() -> bool,
 }
 
-/// The controller rules of a CREATE (`old` None) or an UPDATE the owner rules accepted.
+/// The controller rules of a CREATE (`old` None) or an UPDATE the owner rules accepted: of
+/// each controlled scheme's tool, OLM v1's then Crossplane's.
 pub fn judge(j: &Judging, subject: &Subject, old: Option<&Marks>, new: &Marks) -> Verdict {
-    let Some((s, _)) = j.schemes.controlled else {
+    type Rule = fn(&Judging, usize, &Subject, Option<&Marks>, &Marks) -> Verdict;
+    let rules: [(&str, Rule); 2] = [
+        ("olm-v1", olm_v1_controller),
+        ("crossplane", crossplane_controller),
+    ];
+    let mut warnings = Vec::new();
+    for (tool, rule) in rules {
+        let Some(s) = j.schemes.controlled_by(tool) else {
+            continue;
+        };
+        match rule(j, s, subject, old, new) {
+            Verdict::Accept { warnings: w } => warnings.extend(w),
+            refusal => return refusal,
+        }
+    }
+    Verdict::Accept { warnings }
+}
+
+/// Crossplane's controller (`tools::crossplane`): on an UPDATE of an object that was
+/// Crossplane's (it carried the label and a controller), the controller stays the same
+/// composite resource or goes (a release: the label with it, or, while the label stays, an
+/// orphaning). A CREATE, and a controller added where there was none, are the keys' to judge:
+/// the label and the XR that composes it are not paired (a nested XR's objects carry the root's
+/// name).
+fn crossplane_controller(
+    j: &Judging,
+    s: usize,
+    subject: &Subject,
+    old: Option<&Marks>,
+    new: &Marks,
+) -> Verdict {
+    let Some((_, stored)) = old
+        .and_then(|old| j.schemes.tools_controller(old))
+        .filter(|(scheme, _)| *scheme == s)
+    else {
         return Verdict::accept();
     };
+    fn key<'m>(r: &Reference<'m>) -> (&'m str, &'m str, &'m str) {
+        (r.api_version, r.kind, r.name)
+    }
+    match new.controller(j.schemes) {
+        Some(written) if crossplane::same_composite(key(&stored), key(&written)) => {
+            Verdict::accept()
+        }
+        Some(written) => Verdict::reject(message!(
+            subject,
+            "'s controller ownerReference names ",
+            stored,
+            ", and this UPDATE would make it ",
+            written,
+            ": an object has a single owner, and Crossplane's is the composite resource that \
+             controls it (two composites composing one object take it back and forth: \
+             crossplane/crossplane#5035). The current composite must first release it (drop \
+             it from its composition, or be deleted with --cascade=orphan), then the new one \
+             can adopt it.",
+        )),
+        None if !new.owner(&j.schemes.list[s]).is_some()
+            || j.settings.allow_orphaning()
+            || (j.exempt)() =>
+        {
+            Verdict::accept()
+        }
+        None => Verdict::reject(message!(
+            subject,
+            ": this UPDATE removes its controller ownerReference ",
+            stored,
+            " and keeps its ",
+            crossplane::COMPOSITE,
+            " label, and orphaning is off (allowOrphaning: false). A composite releases an \
+             object by removing its labels; only the exempt writers (the garbage collector) \
+             remove the reference alone.",
+        )),
+    }
+}
+
+/// OLM v1's controller (`tools::olm_v1`), of scheme `s`.
+fn olm_v1_controller(
+    j: &Judging,
+    s: usize,
+    subject: &Subject,
+    old: Option<&Marks>,
+    new: &Marks,
+) -> Verdict {
     let written = new.controller(j.schemes);
     let stored = old.and_then(|m| m.controller(j.schemes));
     if written.is_none() && stored.is_none() {

@@ -9,6 +9,7 @@
 pub mod applyset;
 pub mod argocd;
 pub mod cluster;
+pub mod crossplane;
 pub mod flux_helm;
 pub mod kapp;
 pub mod olm_v0;
@@ -16,7 +17,7 @@ pub mod olm_v1;
 
 /// The tools a scheme may name, with the owner keys their rules read (each must be one of
 /// the scheme's owner keys) and what naming the tool does.
-pub const TOOLS: [(&str, &[&str], &str); 9] = [
+pub const TOOLS: [(&str, &[&str], &str); 10] = [
     (
         "olm-v1",
         &[olm_v1::OWNER_NAME],
@@ -46,6 +47,12 @@ pub const TOOLS: [(&str, &[&str], &str); 9] = [
         "the owner is the app its label value names; a refusal says where the apps' records are",
     ),
     ("timoni", &[], "no rule of its own"),
+    (
+        "crossplane",
+        &[crossplane::COMPOSITE],
+        "the controller ownerReference is part of the owner: it moves to another composite \
+         resource only by a release",
+    ),
 ];
 
 /// What a refusal of an owner change adds for a tool whose owner key names no object by itself
@@ -76,9 +83,21 @@ pub fn alias_rule_keys(rule: &str) -> Option<(&'static [&'static str], &'static 
 /// The tools whose owners name an installer (`writers.installer`).
 pub const INSTALLER_TOOLS: [&str; 1] = ["olm-v1"];
 
-/// Whether `tool` sets a controller ownerReference on the objects it owns: only OLM v1 does
-/// (OLM v0's references to a ClusterServiceVersion are not controllers; Helm, Flux and Argo CD
-/// set none).
+/// Whether `tool` sets a controller ownerReference on the objects it owns: OLM v1 and
+/// Crossplane do (OLM v0's references to a ClusterServiceVersion are not controllers; Helm,
+/// Flux, Argo CD, kubectl, kapp and Timoni set none).
 pub fn sets_controller(tool: &str) -> bool {
-    tool == "olm-v1"
+    matches!(tool, "olm-v1" | "crossplane")
+}
+
+/// Whether an object's controller reference of `api_version` and `kind` is the one `tool` sets:
+/// OLM v1's names its own kinds; Crossplane's any kind (an XR's kind is the user's), so it is
+/// Crossplane's on an object that carries Crossplane's owner key (`marked`), and an OLM v1
+/// kind is never an XR.
+pub fn controls(tool: &str, (api_version, kind): (&str, &str), marked: bool) -> bool {
+    match tool {
+        "olm-v1" => olm_v1::controls(api_version, kind),
+        "crossplane" => marked && !olm_v1::controls(api_version, kind),
+        _ => false,
+    }
 }
