@@ -10,11 +10,16 @@ KWCTL_BIN := $(shell command -v kwctl 2>/dev/null)
 KWCTL ?= $(if $(KWCTL_BIN),$(KWCTL_BIN),$(CURDIR)/$(HOST))
 SAMPLE := e2e-tests/fixtures/crd-owner-change.json
 
+# The cluster suites' kubectl: the one built with the kube-apiserver (KUBECTL, else
+# control-plane/build.sh kubectl), linked into target/tools/kube by `scripts/setup.sh cluster`,
+# ahead of the machine's own on every recipe's PATH.
+export PATH := $(CURDIR)/target/tools/kube:$(PATH)
+
 OCI_REF ?= registry://ghcr.io/single-owner-policy/policies/single-owner:v$(VERSION)
 
 .PHONY: all setup run host test e2e-tests lint lint-workflows fmt fmt-check test-all clean \
 	publish readme-test bench fuzz-smoke host-bin race race-smoke cluster-up cluster-down cluster-e2e cluster-race \
-	cluster-race-smoke cluster-latency cluster-olm cluster-olm-smoke kube-apiserver kubectl-plugin \
+	cluster-race-smoke cluster-latency cluster-olm cluster-olm-smoke kube-apiserver kubectl-plugin cluster-smoke \
 	cluster-owners bench-owners bench-owners-smoke cluster-olm-v0 proof-writes kubectl-plugin-archive FORCE
 
 all: annotated-policy.wasm
@@ -156,27 +161,44 @@ race-smoke: policy.wasm $(HOST)
 	@./scripts/setup.sh race
 	$(HOST) race --writers 6 --objects 9 --duration 4 --think-ms 5 --require policy.wasm
 
-# A real control plane on loopback (scripts/cluster.sh): etcd, kube-apiserver (KUBE_APISERVER,
-# else built once per machine from Debian's source package: scripts/kube-apiserver/build.sh),
-# the webhook backend (POLICY_SERVER, else policy-host serve) and the webhooks
-# kubewarden-controller makes of deploy/*.yaml. `make cluster-up`, then `source
-# target/cluster/env` and use kubectl; `make cluster-down` stops it.
+# A real control plane on loopback (control-plane/cluster.sh): etcd, kube-apiserver (KUBE_APISERVER,
+# else upstream Kubernetes 1.37 built once per machine from the Go module proxy:
+# control-plane/build.sh, control-plane/kubernetes/go.mod), the webhook backend (POLICY_SERVER,
+# else policy-host serve) and the webhooks kubewarden-controller makes of deploy/*.yaml. `make
+# cluster-up`, then `source target/cluster/env` and use kubectl; `make cluster-down` stops it.
+# `make kube-apiserver` prints the binary's path (building it when the cache has none).
 kube-apiserver:
-	./scripts/kube-apiserver/build.sh
+	@./control-plane/build.sh kube-apiserver
 
 cluster-up: annotated-policy.wasm $(HOST)
-	./scripts/cluster.sh up
+	./control-plane/cluster.sh up
 
 cluster-down:
-	./scripts/cluster.sh down
+	./control-plane/cluster.sh down
 
 # Every rule through kubectl, real Helm and the real API server, with the shipped manifests: the
 # one-tool presets, the identity presets, then the all-tools preset, each on a cluster of its own.
 cluster-e2e: annotated-policy.wasm $(HOST) proof-writes
 	@./scripts/setup.sh test
-	trap './scripts/cluster.sh down' EXIT; ./scripts/cluster.sh up && bats e2e-tests/cluster/ && \
-		./scripts/cluster.sh up deploy/identity/*.yaml && bats e2e-tests/cluster-identity/ && \
-		./scripts/cluster.sh up deploy/all-tools.yaml && bats e2e-tests/cluster-tools/
+	trap './control-plane/cluster.sh down' EXIT; ./control-plane/cluster.sh up && bats e2e-tests/cluster/ && \
+		./control-plane/cluster.sh up deploy/identity/*.yaml && bats e2e-tests/cluster-identity/ && \
+		./control-plane/cluster.sh up deploy/all-tools.yaml && bats e2e-tests/cluster-tools/
+
+# The smoke on the older release (Kubernetes 1.35, the oldest upstream supports:
+# control-plane/kubernetes-1.35/go.mod, its kube-apiserver, kube-controller-manager and
+# kube-scheduler): the one-tool presets with the real Kubewarden controller, the webhooks
+# compared with the emulation's, the selection proof (every write sent exactly as `selects`
+# predicts, through 1.35's CEL) and the outage test.
+SMOKE_TESTS := the controller wrote|exactly the writes policy-host selects predicts|the backend down
+cluster-smoke: annotated-policy.wasm $(HOST) proof-writes
+	@./scripts/setup.sh test
+	trap './control-plane/cluster.sh down' EXIT; \
+		export KUBE_APISERVER="$$(./control-plane/build.sh kube-apiserver-1.35)" && \
+		export KUBE_CONTROLLER_MANAGER="$$(./control-plane/build.sh kube-controller-manager-1.35)" && \
+		export KUBE_SCHEDULER="$$(./control-plane/build.sh kube-scheduler-1.35)" && \
+		./control-plane/cluster.sh up && \
+		bats --filter '$(SMOKE_TESTS)' e2e-tests/cluster/kubewarden.bats e2e-tests/cluster/selection.bats \
+			e2e-tests/cluster/rules.bats
 
 # The race through real API servers: every scenario, write style and mode through one API
 # server, then again with the writers split between two on the same etcd, each with a
@@ -273,10 +295,11 @@ fmt-check:
 
 # Every test: formatting, lints, unit and property tests, the e2e suites through the built
 # module (rules, hostile inputs, leak check, registry push/pull, metadata, the README's refusal
-# table), README's commands, the race against etcd, the fuzz smoke, and the rules and the race through a real
-# kube-apiserver (built once per machine from Debian's source package on first use).
-test-all: setup fmt-check lint test e2e-tests readme-test race-smoke fuzz-smoke cluster-e2e cluster-race-smoke \
-	cluster-olm-smoke cluster-owners bench-owners-smoke
+# table), README's commands, the race against etcd, the fuzz smoke, and the rules and the race through
+# upstream Kubernetes 1.37 with the real Kubewarden controller, and the smoke on 1.35 (all built once
+# per machine from the Go module proxy on first use: control-plane/build.sh).
+test-all: setup fmt-check lint test e2e-tests readme-test race-smoke fuzz-smoke cluster-e2e cluster-smoke \
+	cluster-race-smoke cluster-olm-smoke cluster-owners bench-owners-smoke
 
 # kubectl single-owner (kubectl-plugin/, docs/owners.md): target/host/kubectl-single_owner; on
 # PATH it is `kubectl single-owner`. The host build builds it, with the rest of the workspace
@@ -292,10 +315,10 @@ kubectl-plugin-archive:
 	./scripts/plugin-archive.sh target/$(PLUGIN_TARGET)/release/kubectl-single_owner $(PLUGIN_PLATFORM) target/plugin
 
 # The plugin against a real API server of its own (etcd and a kube-apiserver on free ports):
-# KUBE_APISERVER, else the one scripts/kube-apiserver/build.sh builds.
+# KUBE_APISERVER, else the one control-plane/build.sh builds.
 cluster-owners: kubectl-plugin
-	@./scripts/setup.sh test
-	KUBE_APISERVER="$${KUBE_APISERVER:-$$(./scripts/kube-apiserver/build.sh)}" bats e2e-tests/cluster-owners/
+	@./scripts/setup.sh test && ./scripts/setup.sh cluster
+	KUBE_APISERVER="$$(./control-plane/build.sh kube-apiserver)" bats e2e-tests/cluster-owners/
 
 # kubectl single-owner at cluster scale (bench/owners.py): 10,000, 50,000 and 100,000 objects
 # on a control plane of its own, the whole-cluster scan against the kubectl loop it replaces
@@ -304,12 +327,12 @@ cluster-owners: kubectl-plugin
 # harness and the scan's answer on 2,000 objects, timing nothing.
 BENCH_OWNERS_FLAGS ?=
 bench-owners: kubectl-plugin
-	@./scripts/setup.sh test
-	KUBE_APISERVER="$${KUBE_APISERVER:-$$(./scripts/kube-apiserver/build.sh)}" python3 bench/owners.py $(BENCH_OWNERS_FLAGS)
+	@./scripts/setup.sh test && ./scripts/setup.sh cluster
+	KUBE_APISERVER="$$(./control-plane/build.sh kube-apiserver)" python3 bench/owners.py $(BENCH_OWNERS_FLAGS)
 
 bench-owners-smoke: kubectl-plugin
-	@./scripts/setup.sh test
-	KUBE_APISERVER="$${KUBE_APISERVER:-$$(./scripts/kube-apiserver/build.sh)}" python3 bench/owners.py \
+	@./scripts/setup.sh test && ./scripts/setup.sh cluster
+	KUBE_APISERVER="$$(./control-plane/build.sh kube-apiserver)" python3 bench/owners.py \
 		--sizes 2000 --runs 1 --loop-runs 0 --no-doc
 
 clean:

@@ -3,7 +3,7 @@
 it replaces and against the floor of what any such scan must do.
 
 A control plane of its own (etcd and a kube-apiserver on free loopback ports: $KUBE_APISERVER,
-else the one scripts/kube-apiserver/build.sh builds) is seeded in stages (10,000, 50,000 and
+else the one control-plane/build.sh builds) is seeded in stages (10,000, 50,000 and
 100,000 objects by default) with 55 CRDs (50 of them types of the seeded objects, the rest the
 owners' kinds) and objects across ConfigMaps (with 1 KB of data), Secrets and the 50 custom
 types, in 20 namespaces; 3% of them owned by each of the six tools as each writes its keys
@@ -410,7 +410,7 @@ def main():
     args = ap.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     apiserver = os.environ.get("KUBE_APISERVER") or subprocess.run(
-        [ROOT / "scripts/kube-apiserver/build.sh"], check=True, capture_output=True, text=True).stdout.strip()
+        [ROOT / "control-plane/build.sh", "kube-apiserver"], check=True, capture_output=True, text=True).stdout.strip()
     version = subprocess.run([apiserver, "--version"], capture_output=True, text=True).stdout.strip()
     kubectl = subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True,
                              text=True).stdout

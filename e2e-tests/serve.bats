@@ -204,6 +204,62 @@ review() {
   assert_equal "$(jq -c '[.verdict.allowed, .verdict.code, .monitor]' "$BATS_TEST_TMPDIR/log.jsonl")" '[false,403,true]'
 }
 
+@test "(policy-host serve) /audit/<id> answers the audit scanner with the module's verdict, in monitor mode too" {
+  local port ready
+  port="$(free_port)"
+  ready="$(free_port)"
+  printf 'watch:\n  module: file://%s\n  policyMode: monitor\n' "$POLICY" >"$BATS_TEST_TMPDIR/policies.yml"
+  start_backend audit "$POLICY_HOST" serve --policies "$BATS_TEST_TMPDIR/policies.yml" --port "$port" \
+    --readiness-probe-port "$ready" --log "$BATS_TEST_TMPDIR/log.jsonl"
+  wait_ready "$ready"
+  run curl -sf -X POST -H 'Content-Type: application/json' \
+    --data-binary "@$(as_review "$FIXTURES/crd-owner-change.json")" "http://127.0.0.1:$port/audit/watch"
+  kill "$(cat "$BATS_FILE_TMPDIR/audit.pid")"
+  assert_success
+  assert_equal "$(jq -c '[.response.allowed, .response.status.code]' <<<"$output")" '[false,403]'
+  assert_equal "$(jq -r .origin "$BATS_TEST_TMPDIR/log.jsonl")" audit
+}
+
+# A waPC guest that answers validate_settings (an operation name of 17 bytes) and spins for
+# ever in validate (8 bytes): what a policy past its time budget looks like to the host.
+spinning_module() {
+  cat >"$BATS_TEST_TMPDIR/spin.wat" <<'EOW'
+(module
+  (import "wapc" "__guest_response" (func $response (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "{\"valid\":true}")
+  (func (export "wapc_init"))
+  (func (export "__guest_call") (param $operation i32) (param $payload i32) (result i32)
+    (if (i32.eq (local.get $operation) (i32.const 8))
+      (then (loop $spin (br $spin))))
+    (call $response (i32.const 16) (i32.const 14))
+    (i32.const 1)))
+EOW
+  wat2wasm "$BATS_TEST_TMPDIR/spin.wat" -o "$BATS_TEST_TMPDIR/spin.wasm"
+}
+
+@test "(policy-host serve) an evaluation past --policy-timeout (2 s by default) is refused with code 500, as policy-server does" {
+  command -v wat2wasm >/dev/null || skip "wat2wasm (wabt) is not installed: scripts/setup.sh test"
+  spinning_module
+  local port ready start elapsed
+  port="$(free_port)"
+  ready="$(free_port)"
+  printf 'spin:\n  module: file://%s\n' "$BATS_TEST_TMPDIR/spin.wasm" >"$BATS_TEST_TMPDIR/policies.yml"
+  start_backend spin "$POLICY_HOST" serve --policies "$BATS_TEST_TMPDIR/policies.yml" --port "$port" \
+    --readiness-probe-port "$ready"
+  wait_ready "$ready" || { cat "$BATS_FILE_TMPDIR/spin.log"; fail "not ready"; }
+  start=$(date +%s%N)
+  run curl -s -m 10 -X POST -H 'Content-Type: application/json' \
+    --data-binary "@$(as_review "$FIXTURES/crd-owner-change.json")" "http://127.0.0.1:$port/validate/spin"
+  elapsed=$((($(date +%s%N) - start) / 1000000))
+  kill "$(cat "$BATS_FILE_TMPDIR/spin.pid")"
+  assert_success
+  assert_equal "$(jq -c '[.response.allowed, .response.status.code]' <<<"$output")" '[false,500]'
+  # Interrupted between 1 and 2 ticks of one second after it started; well within the
+  # API server's 10 s webhook timeout.
+  [ "$elapsed" -ge 900 ] && [ "$elapsed" -lt 3500 ] || fail "answered after $elapsed ms"
+}
+
 @test "(policy-server, local builds only) policy-server answers the same reviews as policy-host serve" {
   [ -n "${POLICY_SERVER:-}" ] || skip "POLICY_SERVER is not set (policy-server is not installable here; CI has none)"
   local entry id fixture a b count=0

@@ -37,7 +37,7 @@ writes="${LATENCY_WRITES:-100}"
 presets="${LATENCY_PRESETS:-olm-v1 all-tools olm-v1-operator}"
 policy_server="${POLICY_SERVER:-}"
 rm -f "$record"
-trap '"$root/scripts/cluster.sh" down; case "$CLUSTER_DIR" in /dev/shm/single-owner-latency-*) rm -rf "$CLUSTER_DIR" ;; esac' EXIT
+trap '"$root/control-plane/cluster.sh" down; case "$CLUSTER_DIR" in /dev/shm/single-owner-latency-*) rm -rf "$CLUSTER_DIR" ;; esac' EXIT
 
 manifest_of() {
   case "$1" in
@@ -118,7 +118,7 @@ switch() {
 measure() {
   local backend="$1" preset="$2" manifest modes=(none shipped before) b mode installer
   manifest="$(manifest_of "$preset")"
-  "$root/scripts/cluster.sh" up --apply "$root/e2e-tests/cluster/lookup-crds.yaml" \
+  "$root/control-plane/cluster.sh" up --apply "$root/e2e-tests/cluster/lookup-crds.yaml" \
     --apply "$root/e2e-tests/cluster/lookup-objects.yaml" "$root/$manifest" >&2
   # shellcheck disable=SC1091
   source "$CLUSTER_DIR/env"
@@ -148,7 +148,7 @@ measure() {
     done
     echo "cluster-latency: $preset, $backend: block $b of $blocks" >&2
   done
-  "$root/scripts/cluster.sh" down >&2
+  "$root/control-plane/cluster.sh" down >&2
 }
 
 for preset in $presets; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make cluster-olm-v0`: the real OLM v0 (olm-operator and catalog-operator, with opm serving a
 # file-based catalog) against the policy, through a real kube-apiserver. For each suite it
-# brings a control plane up with scripts/cluster.sh (etcd, the API server, the webhook backend
+# brings a control plane up with control-plane/cluster.sh (etcd, the API server, the webhook backend
 # and the webhooks of the suite's ClusterAdmissionPolicy manifest), then OLM v0 beside it as
 # local processes, as OLM's own deployment runs them (deploy/chart of
 # operator-lifecycle-manager):
@@ -45,7 +45,7 @@
 # skips, exit 0), KUBE_APISERVER (unset: it skips), OLM_CRDS_DIR (the directory of OLM's CRDs:
 # deploy/chart/crds of the same source; by default ../crds beside the olm binary's directory,
 # else it skips), POLICY_SERVER, POLICY_HOST, POLICY
-# (as scripts/cluster.sh), OLM_RUN_DIR (target/cluster-olm-v0: logs and records).
+# (as control-plane/cluster.sh), OLM_RUN_DIR (target/cluster-olm-v0: logs and records).
 # Needs root (network namespaces), ip (iproute2), python3 with yaml, openssl, jq, curl, bats.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -95,8 +95,8 @@ OLM_SA=olm-operator-serviceaccount
 OLM_USER="system:serviceaccount:olm:$OLM_SA"
 here="$root/e2e-tests/cluster-olm-v0"
 
-# shellcheck source=scripts/processes.bash
-source "$root/scripts/processes.bash"
+# shellcheck source=control-plane/processes.bash
+source "$root/control-plane/processes.bash"
 
 start() {
   local name="$1" logfile="$2"
@@ -134,7 +134,7 @@ cleanup() {
   stop '*'
   for d in "$run"/*/cluster; do
     [ -d "$d/pids" ] || continue
-    CLUSTER_DIR="$d" "$root/scripts/cluster.sh" down >/dev/null 2>&1 || true
+    CLUSTER_DIR="$d" "$root/control-plane/cluster.sh" down >/dev/null 2>&1 || true
   done
   exit "$rc"
 }
@@ -199,14 +199,14 @@ EOF
 # backend_as_policy_server: the webhook backend restarted as the policy server's service
 # account (kubewarden:policy-server-default), as it runs in a cluster: its lookups are then
 # what RBAC grants that account (deploy/rbac/lookups.yaml), not an admin's. The same command
-# as scripts/cluster.sh's, with that kubeconfig.
+# as control-plane/cluster.sh's, with that kubeconfig.
 backend_as_policy_server() {
   local ready token
   kubectl create namespace kubewarden >/dev/null
   kubectl create serviceaccount policy-server-default -n kubewarden >/dev/null
   token="$(kubectl create token policy-server-default -n kubewarden --duration 6h)"
   kubeconfig_as "$suite_dir/policy-server.kubeconfig" policy-server-default "$token"
-  CLUSTER_DIR="$suite_dir/cluster" "$root/scripts/cluster.sh" backend-stop
+  CLUSTER_DIR="$suite_dir/cluster" "$root/control-plane/cluster.sh" backend-stop
   read -ra ready <<<"$READINESS_PORTS"
   if [ -n "${POLICY_SERVER:-}" ]; then
     KUBECONFIG="$suite_dir/policy-server.kubeconfig" start_in "$CLUSTER_DIR/pids" backend-1 "$CLUSTER_DIR/backend-1.log" \
@@ -400,8 +400,8 @@ suite() {
   tails_shown=""
   mkdir -p "$suite_dir/logs"
   log "== $name: cluster up ($preset)"
-  CLUSTER_DIR="$suite_dir/cluster" "$root/scripts/cluster.sh" up "$root/$preset" 2>"$suite_dir/logs/cluster-up.log" ||
-    die "scripts/cluster.sh up failed: $(tail -20 "$suite_dir/logs/cluster-up.log")"
+  CLUSTER_DIR="$suite_dir/cluster" "$root/control-plane/cluster.sh" up "$root/$preset" 2>"$suite_dir/logs/cluster-up.log" ||
+    die "control-plane/cluster.sh up failed: $(tail -20 "$suite_dir/logs/cluster-up.log")"
   # shellcheck disable=SC1091
   source "$suite_dir/cluster/env"
   backend_as_policy_server
@@ -430,7 +430,7 @@ suite() {
   done
   [ "$rc" -eq 0 ] || tails
   stop "$name-*"
-  CLUSTER_DIR="$suite_dir/cluster" "$root/scripts/cluster.sh" down 2>/dev/null
+  CLUSTER_DIR="$suite_dir/cluster" "$root/control-plane/cluster.sh" down 2>/dev/null
   [ "$rc" -eq 0 ] || die "$name failed"
   log "== $name: passed in $((SECONDS - t0)) s"
   suite_dir=""

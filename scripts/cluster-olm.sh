@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make cluster-olm`: the real OLM v1 (operator-controller and catalogd) against the policy,
 # through a real kube-apiserver. For each suite it brings a control plane up with
-# scripts/cluster.sh (etcd, the API server, the webhook backend and the webhooks of the
+# control-plane/cluster.sh (etcd, the API server, the webhook backend and the webhooks of the
 # suite's ClusterAdmissionPolicy manifests) and OLM v1's CRDs, runs catalogd and
 # operator-controller beside it as they run in a pod (their service-account token at
 # /var/run/secrets/kubernetes.io/serviceaccount, in a private mount namespace), serves a
@@ -31,7 +31,7 @@
 #   up until interrupted (no tests run)
 # Environment: OPERATOR_CONTROLLER, CATALOGD (paths of the binaries; unset: the suite skips,
 # exit 0), KUBE_APISERVER (1.28 or newer; unset or older: it skips; it never builds Debian's
-# 1.20 for this), POLICY_HOST, POLICY (as scripts/cluster.sh), OLM_RACE_ROUNDS (10),
+# 1.20 for this), POLICY_HOST, POLICY (as control-plane/cluster.sh), OLM_RACE_ROUNDS (10),
 # OLM_RACE_SETTLE (seconds a race round may last, 60), OLM_RACE_SLEEP (seconds the witness
 # holds a CRD CREATE in the race, 2), OLM_REQUIRE_RACE=1 (fail when no round shows the race
 # without the policy), OLM_RUN_DIR (target/cluster-olm: logs, the conditions users see, the
@@ -100,8 +100,8 @@ certs="$run/certs"
 started_at=$SECONDS
 
 # --- Processes: each started in the background, its output in a log, its PID in $run/pids.
-# shellcheck source=scripts/processes.bash
-source "$root/scripts/processes.bash"
+# shellcheck source=control-plane/processes.bash
+source "$root/control-plane/processes.bash"
 
 # start NAME LOG COMMAND...: COMMAND in the background, its output in LOG.
 start() {
@@ -160,7 +160,7 @@ cleanup() {
   fi
   for d in "${dirs[@]}"; do
     [ -n "$d" ] && [ -d "$d/cluster/pids" ] || continue
-    CLUSTER_DIR="$d/cluster" "$root/scripts/cluster.sh" down >/dev/null 2>&1 || true
+    CLUSTER_DIR="$d/cluster" "$root/control-plane/cluster.sh" down >/dev/null 2>&1 || true
   done
   exit "$rc"
 }
@@ -396,8 +396,8 @@ suite() {
   suite_dir="$run/$name"
   mkdir -p "$suite_dir/logs" "$suite_dir/olm"
   log "== $name: cluster up ($*)"
-  CLUSTER_DIR="$suite_dir/cluster" "$root/scripts/cluster.sh" up "${crd_files[@]}" "$@" 2>"$suite_dir/logs/cluster-up.log" ||
-    die "scripts/cluster.sh up failed: $(cat "$suite_dir/logs/cluster-up.log")"
+  CLUSTER_DIR="$suite_dir/cluster" "$root/control-plane/cluster.sh" up "${crd_files[@]}" "$@" 2>"$suite_dir/logs/cluster-up.log" ||
+    die "control-plane/cluster.sh up failed: $(cat "$suite_dir/logs/cluster-up.log")"
   # shellcheck disable=SC1091
   source "$suite_dir/cluster/env"
   olm_up "$controllers" "$leader"
@@ -435,7 +435,7 @@ suite() {
   fi
   [ "$rc" -eq 0 ] || tails
   stop "$name-*"
-  CLUSTER_DIR="$suite_dir/cluster" "$root/scripts/cluster.sh" down 2>/dev/null
+  CLUSTER_DIR="$suite_dir/cluster" "$root/control-plane/cluster.sh" down 2>/dev/null
   [ "$rc" -eq 0 ] || die "$name failed"
   log "== $name: passed in $((SECONDS - t0)) s"
   suite_dir=""

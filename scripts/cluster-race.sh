@@ -17,11 +17,11 @@ export CLUSTER_DIR="${CLUSTER_DIR:-$root/target/cluster-race}"
 host="${POLICY_HOST:-$root/target/host/policy-host}"
 # shellcheck disable=SC2206
 flags=(${CLUSTER_RACE_FLAGS:---writers 8 --objects 12 --writes 2000 --duration 20 --think-ms 5})
-trap '"$root/scripts/cluster.sh" down' EXIT
+trap '"$root/control-plane/cluster.sh" down' EXIT
 # shellcheck disable=SC2206
 helm_flags=(${HELM_RACE_FLAGS:---rounds 20 --releases 2})
 "$root/scripts/setup.sh" helm
-"$root/scripts/cluster.sh" up --apiservers 2 --backends 2 --storage-json \
+"$root/control-plane/cluster.sh" up --apiservers 2 --backends 2 --storage-json \
   --apply "$root/e2e-tests/cluster/race-crd.yaml" --probe "$root/e2e-tests/cluster/race-probe.yaml" \
   "$root/e2e-tests/cluster/race-policy.yaml" "$root/e2e-tests/cluster/race-helm-policy.yaml"
 # shellcheck disable=SC1091

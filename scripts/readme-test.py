@@ -80,7 +80,7 @@ def squeeze(s):
 def shows(output, expected):
     """Whether each `...`-separated part of `expected` is in `output`, in order. The pages
     quote webhooks as Kubewarden 1.37.2 and later name them (`kw.cap.<policy>`); against a
-    cluster whose webhooks are named as before (scripts/cluster.sh exports POLICY_ID_PREFIX,
+    cluster whose webhooks are named as before (control-plane/cluster.sh exports POLICY_ID_PREFIX,
     `clusterwide-` for KUBEWARDEN_VERSION 1.36), the quote is read with that prefix."""
     at, flat = 0, squeeze(output)
     prefix = os.environ.get("POLICY_ID_PREFIX", "kw.cap.")

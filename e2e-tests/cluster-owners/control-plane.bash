@@ -1,16 +1,14 @@
 # The control plane of the plugin's suites (owners.bats, corpus.bats): etcd and a kube-apiserver
-# of their own on free loopback ports (not scripts/cluster.sh's, so a suite runs beside another
+# of their own on free loopback ports (not control-plane/cluster.sh's, so a suite runs beside another
 # suite's cluster), with one token user per USER:GROUP. Sourced; the caller defines `log`.
-# shellcheck source=scripts/processes.bash
-source "$ROOT/scripts/processes.bash"
+# shellcheck source=control-plane/processes.bash
+source "$ROOT/control-plane/processes.bash"
 PLUGIN="${PLUGIN:-$ROOT/target/host/kubectl-single_owner}"
 
-# apiserver_binary: $KUBE_APISERVER, else the one scripts/kube-apiserver/build.sh caches; none:
-# nothing (the suite skips).
+# apiserver_binary: $KUBE_APISERVER, else the one control-plane/build.sh builds (once per
+# machine); none (no Go to build it with): nothing, and the suite skips.
 apiserver_binary() {
-  if [ -n "${KUBE_APISERVER:-}" ]; then echo "$KUBE_APISERVER"; return; fi
-  local cached="${SINGLE_OWNER_CACHE:-$HOME/.cache/single-owner-policy}/kube-apiserver-debian/kube-apiserver"
-  [ -x "$cached" ] && echo "$cached"
+  "$ROOT/control-plane/build.sh" kube-apiserver 2>/dev/null
 }
 
 # control_plane_up APISERVER DIR NAMESPACE USER:GROUP...: starts etcd and APISERVER (RBAC on,

@@ -8,7 +8,7 @@
 # write one Report per object with a finding, as the audit scanner does.
 #
 # Its own etcd and kube-apiserver on free loopback ports, as owners.bats (they run side by
-# side). The kube-apiserver: $KUBE_APISERVER, else the one scripts/kube-apiserver/build.sh
+# side). The kube-apiserver: $KUBE_APISERVER, else the one control-plane/build.sh
 # caches; none: skipped. The plugin: make kubectl-plugin.
 
 bats_require_minimum_version 1.5.0
@@ -26,11 +26,12 @@ setup_file() {
   [ -z "${SKIP_ALL:-}" ] || return 0
   local dir="$BATS_FILE_TMPDIR/cluster"
   export SEED="$BATS_FILE_TMPDIR/seed.yaml" EXPECTED="$BATS_FILE_TMPDIR/expected.json"
-  # The owner and report kinds of crds.yaml, then the corpus' own owner and looked-up kinds
+  # The owner kinds of crds.yaml and Kubewarden's report kinds, then the corpus' own owner and looked-up kinds
   # (ClusterServiceVersion, ClusterObjectSet, HelmChart, Application) and the stand-in that
   # serves the seeded APIService's group.
   python3 "$HERE/corpus_seed.py" crds >"$BATS_FILE_TMPDIR/corpus-crds.yaml"
   kubectl apply -f "$HERE/crds.yaml" -f "$BATS_FILE_TMPDIR/corpus-crds.yaml" >&2
+  "$ROOT/control-plane/kubewarden-crds.sh" reports | kubectl apply --server-side -f - >&2
   kubectl wait --for condition=Established --timeout 60s crd --all >&2
   # Discovery of new CRDs takes the aggregator a moment.
   wait_for 30 "CRD discovery" kubectl get clusterextensions,clusterserviceversions,clusterobjectsets,helmreleases,helmcharts,kustomizations,applications,standins.webhook.cert-manager.io,reports,policyreports,apps.example.crossplane.io,xnetworks.example.org,xplatforms.example.org,xusers.example.org -A

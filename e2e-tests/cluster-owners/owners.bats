@@ -5,9 +5,9 @@
 # every planted finding and nothing else, with its exit codes and -o json's shape; --report
 # writes Reports and a fixed finding's report disappears on the next run.
 #
-# Its own etcd and kube-apiserver on free loopback ports (not scripts/cluster.sh's, so it runs
+# Its own etcd and kube-apiserver on free loopback ports (not control-plane/cluster.sh's, so it runs
 # beside another suite's cluster). The kube-apiserver: $KUBE_APISERVER, else the one
-# scripts/kube-apiserver/build.sh caches; none: skipped. The plugin: make kubectl-plugin.
+# control-plane/build.sh caches; none: skipped. The plugin: make kubectl-plugin.
 
 bats_require_minimum_version 1.5.0
 load '/usr/lib/bats/bats-support/load'
@@ -27,6 +27,8 @@ setup_file() {
   export NARROW_KUBECONFIG="$dir/kubeconfig-narrow"
   export CLUSTER_DIR="$dir"
   kubectl apply -f "$HERE/crds.yaml" >&2
+  # Kubewarden's own report CRDs, as its kubewarden-crds chart installs them.
+  "$ROOT/control-plane/kubewarden-crds.sh" reports | kubectl apply --server-side -f - >&2
   kubectl wait --for condition=Established --timeout 60s crd --all >&2
   # Discovery of new CRDs takes the aggregator a moment.
   wait_for 30 "CRD discovery" kubectl get clusterextensions,helmreleases,kustomizations,reports,policyreports

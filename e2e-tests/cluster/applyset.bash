@@ -1,5 +1,5 @@
 # kubectl's ApplySets for real (the machine's kubectl, 1.27 or newer), through the API server of
-# scripts/cluster.sh, shared by the suites of the one-tool presets (e2e-tests/cluster/
+# control-plane/cluster.sh, shared by the suites of the one-tool presets (e2e-tests/cluster/
 # applyset.bats, deploy/applyset.yaml) and of all tools (e2e-tests/cluster-tools/
 # applyset.bats, deploy/all-tools.yaml). Each suite sets APPLYSET_POLICY, the name of the
 # ClusterAdmissionPolicy that judges ApplySet members, before loading this file.
@@ -43,33 +43,13 @@ apply_set() {
 part_of() { kubectl get configmap "$2" -n "$1" -o json | jq -r --arg k "$PART_OF" '.metadata.labels[$k] // ""'; }
 data_by() { kubectl get configmap "$2" -n "$1" -o json | jq -r '.data.by // ""'; }
 
-# The webhook configuration that judges ApplySet members, and the policy off and on again: it
-# is deleted and applied back, and each time a probe (a dry-run write that moves a member from
-# one set to another) shows the API server has seen it.
-policy_config() { echo "$(policy_id "$APPLYSET_POLICY")"; }
-
+# The probe that shows the API server runs the policy that judges ApplySet members (common.bash:
+# policy_off, policy_on): a dry-run write that moves a member from one set to another.
 probe_refused() {
   local ns="$1"
   jq -n --arg k "$PART_OF" '{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "applyset-probe", labels: {($k): "probe-a"}}}' |
     kubectl apply -n "$ns" -f - >/dev/null
   ! kubectl label configmap applyset-probe -n "$ns" "$PART_OF=probe-b" --overwrite --dry-run=server >/dev/null 2>&1
-}
-
-policy_off() {
-  kubectl get validatingwebhookconfiguration "$(policy_config)" -o json |
-    jq 'del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .metadata.generation, .metadata.managedFields)' \
-      >"$BATS_FILE_TMPDIR/applyset-webhook.json"
-  kubectl delete validatingwebhookconfiguration "$(policy_config)" >/dev/null
-  local i
-  for i in $(seq 1 50); do probe_refused "$1" || return 0; sleep 0.2; done
-  fail "the API server still runs the webhook $(policy_config) 10 s after its deletion"
-}
-
-policy_on() {
-  kubectl apply -f "$BATS_FILE_TMPDIR/applyset-webhook.json" >/dev/null
-  local i
-  for i in $(seq 1 50); do probe_refused "$1" && return 0; sleep 0.2; done
-  fail "the API server does not run the webhook $(policy_config) 10 s after it was applied"
 }
 
 # race_round NAMESPACE: set-a and set-b apply the same ConfigMap at once (server-side: one field

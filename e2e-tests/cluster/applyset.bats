@@ -53,10 +53,10 @@ teardown() {
   assert_success
   # Without the policy: kubectl lets set-b take it, with its data, and set-a's next apply takes
   # it back; the prune of set-a then deletes it under set-b.
-  policy_off "$ns"
+  policy_off "$APPLYSET_POLICY" probe_refused "$ns"
   apply_set set-b "$ns" "$b"
   local taken="$status"
-  policy_on "$ns"
+  policy_on "$APPLYSET_POLICY" probe_refused "$ns"
   assert_equal "$taken" 0
   assert_equal "$(part_of "$ns" shared)" "$id_b"
   assert_equal "$(data_by "$ns" shared)" set-b
@@ -85,12 +85,12 @@ teardown() {
 
 @test "kubectl ApplySet: two sets applying one object at once both win without the policy, one with it" {
   local rounds="${APPLYSET_RACE_ROUNDS:-5}" i both=0 one=0 result won
-  policy_off "$ns"
+  policy_off "$APPLYSET_POLICY" probe_refused "$ns"
   for i in $(seq 1 "$rounds"); do
     result="$(race_round "$ns")"
     [ "${result%% *}" = 2 ] && both=$((both + 1))
   done
-  policy_on "$ns"
+  policy_on "$APPLYSET_POLICY" probe_refused "$ns"
   for i in $(seq 1 "$rounds"); do
     result="$(race_round "$ns")"
     won="${result#* }"

@@ -1,5 +1,5 @@
 # Shared helpers of the suites that run against a real API server (`make cluster-e2e`, which
-# brings the cluster up with scripts/cluster.sh and takes it down again).
+# brings the cluster up with control-plane/cluster.sh and takes it down again).
 bats_require_minimum_version 1.5.0
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
@@ -7,7 +7,7 @@ load '/usr/lib/bats/bats-assert/load'
 ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 CLUSTER_DIR="${CLUSTER_DIR:-$ROOT/target/cluster}"
 [ -f "$CLUSTER_DIR/env" ] || {
-  echo "no cluster in $CLUSTER_DIR: run scripts/cluster.sh up (make cluster-e2e does)" >&2
+  echo "no cluster in $CLUSTER_DIR: run control-plane/cluster.sh up (make cluster-e2e does)" >&2
   exit 1
 }
 # shellcheck disable=SC1091
@@ -16,10 +16,47 @@ source "$CLUSTER_DIR/env"
 OLM_KIND=olm.operatorframework.io/owner-kind
 OLM_NAME=olm.operatorframework.io/owner-name
 # A ClusterAdmissionPolicy's policy-server id and webhook, as the imitated kubewarden-controller
-# names them (scripts/cluster.sh: KUBEWARDEN_VERSION; kw.cap.<name> from 1.37.2).
+# names them (control-plane/cluster.sh: KUBEWARDEN_VERSION; kw.cap.<name> from 1.37.2).
 policy_id() { echo "${POLICY_ID_PREFIX:-clusterwide-}$1"; }
 webhook_of() { echo "$(policy_id "$1").kubewarden.admission"; }
 OLM_WEBHOOK="$(webhook_of single-owner-olm-v1)"
+
+# policy_off POLICY PROBE_REFUSED [ARG...] / policy_on POLICY PROBE_REFUSED [ARG...]: the
+# ClusterAdmissionPolicy POLICY off and on again, each time until PROBE_REFUSED (a dry-run
+# ownership change it would refuse) shows the API server has seen it. With the real controller
+# (WEBHOOKS=controller) the policy itself is deleted and applied back, as a user turns one off:
+# the controller deletes its webhook, rolls its policy server out without it and back, and
+# writes the webhook again once the new pods are Ready. With the emulation, its webhook
+# configuration is deleted and applied back.
+policy_off() {
+  local policy="$1" i
+  shift
+  if [ "$WEBHOOKS" = controller ]; then
+    kubectl get clusteradmissionpolicy "$policy" -o json |
+      jq 'del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .metadata.generation,
+        .metadata.managedFields, .metadata.finalizers, .status)' >"$BATS_FILE_TMPDIR/$policy.json"
+    kubectl delete clusteradmissionpolicy "$policy" --wait=true --timeout 60s >/dev/null
+  else
+    kubectl get validatingwebhookconfiguration "$(policy_id "$policy")" -o json |
+      jq 'del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .metadata.generation, .metadata.managedFields)' \
+        >"$BATS_FILE_TMPDIR/$policy.json"
+    kubectl delete validatingwebhookconfiguration "$(policy_id "$policy")" >/dev/null
+  fi
+  for i in $(seq 1 150); do "$@" || return 0; sleep 0.2; done
+  fail "the API server still runs the webhook of $policy 30 s after it was deleted"
+}
+
+policy_on() {
+  local policy="$1" i
+  shift
+  kubectl apply -f "$BATS_FILE_TMPDIR/$policy.json" >/dev/null
+  if [ "$WEBHOOKS" = controller ]; then
+    kubectl wait --for jsonpath='{.status.policyStatus}'=active --timeout 120s \
+      clusteradmissionpolicy "$policy" >/dev/null || fail "$policy is not active again after 120 s"
+  fi
+  for i in $(seq 1 150); do "$@" && return 0; sleep 0.2; done
+  fail "the API server does not run the webhook of $policy 30 s after it was applied"
+}
 
 # A name of this test's own, so that tests never share an object.
 name() { echo "e2e-$1-$BATS_TEST_NUMBER-$$"; }

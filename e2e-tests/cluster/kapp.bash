@@ -1,5 +1,5 @@
 # kapp for real ($KAPP, a kapp binary; none: skipped), through the API server of
-# scripts/cluster.sh, for the suites of the one-tool preset (e2e-tests/cluster/kapp.bats,
+# control-plane/cluster.sh, for the suites of the one-tool preset (e2e-tests/cluster/kapp.bats,
 # deploy/kapp.yaml). The suite sets KAPP_POLICY, the name of the ClusterAdmissionPolicy that
 # judges kapp's objects, before loading this file.
 
@@ -35,33 +35,13 @@ app_value() { kubectl get configmap "$1" -n "$2" -o json | jq -r '.data.spec | f
 app_of() { kubectl get configmap "$2" -n "$1" -o json | jq -r --arg k "$APP_LABEL" '.metadata.labels[$k] // ""'; }
 data_by() { kubectl get configmap "$2" -n "$1" -o json | jq -r '.data.by // ""'; }
 
-# The webhook configuration that judges kapp's objects, off and on again: deleted and applied
-# back, each time a probe (a dry-run write that moves an object to another app) shows the API
-# server has seen it.
-policy_config() { policy_id "$KAPP_POLICY"; }
-
+# The probe that shows the API server runs the policy that judges kapp's objects (common.bash:
+# policy_off, policy_on): a dry-run write that moves an object to another app.
 probe_refused() {
   local ns="$1"
   jq -n --arg k "$APP_LABEL" '{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "kapp-probe", labels: {($k): "1"}}}' |
     kubectl apply -n "$ns" -f - >/dev/null
   ! kubectl label configmap kapp-probe -n "$ns" "$APP_LABEL=2" --overwrite --dry-run=server >/dev/null 2>&1
-}
-
-policy_off() {
-  kubectl get validatingwebhookconfiguration "$(policy_config)" -o json |
-    jq 'del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .metadata.generation, .metadata.managedFields)' \
-      >"$BATS_FILE_TMPDIR/kapp-webhook.json"
-  kubectl delete validatingwebhookconfiguration "$(policy_config)" >/dev/null
-  local i
-  for i in $(seq 1 50); do probe_refused "$1" || return 0; sleep 0.2; done
-  fail "the API server still runs the webhook $(policy_config) 10 s after its deletion"
-}
-
-policy_on() {
-  kubectl apply -f "$BATS_FILE_TMPDIR/kapp-webhook.json" >/dev/null
-  local i
-  for i in $(seq 1 50); do probe_refused "$1" && return 0; sleep 0.2; done
-  fail "the API server does not run the webhook $(policy_config) 10 s after it was applied"
 }
 
 # race_round NAMESPACE: apps a and b deploy the same ConfigMap at once; it exists without an

@@ -63,10 +63,10 @@ teardown() {
   [[ "$stderr$output" == *"is already associated with a different app 'shop'"* ]] || fail "$stderr$output"
   vb="$(app_value web "$ns")"
   # Without the policy, the override takes it.
-  policy_off "$ns"
+  policy_off "$KAPP_POLICY" probe_refused "$ns"
   deploy web "$ns" "$b" --dangerous-override-ownership-of-existing-resources
   local taken="$status"
-  policy_on "$ns"
+  policy_on "$KAPP_POLICY" probe_refused "$ns"
   assert_equal "$taken" 0
   assert_equal "$(app_of "$ns" shared)" "$vb"
   assert_equal "$(data_by "$ns" shared)" web
@@ -93,12 +93,12 @@ teardown() {
   # race gets the API server's 409 and stops ("approved diff no longer matches"), so kapp's
   # own adoption does not race; the policy keeps it so (it refuses nothing kapp does here).
   local rounds="${KAPP_RACE_ROUNDS:-3}" i without=0 with=0 result
-  policy_off "$ns"
+  policy_off "$KAPP_POLICY" probe_refused "$ns"
   for i in $(seq 1 "$rounds"); do
     result="$(race_round "$ns")"
     [ "${result%% *}" = 1 ] && [ -n "${result#* }" ] && without=$((without + 1))
   done
-  policy_on "$ns"
+  policy_on "$KAPP_POLICY" probe_refused "$ns"
   for i in $(seq 1 "$rounds"); do
     result="$(race_round "$ns")"
     [ "${result%% *}" = 1 ] && [ -n "${result#* }" ] && with=$((with + 1))

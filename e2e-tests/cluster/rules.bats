@@ -323,7 +323,7 @@ controller_ref() {
   assert_success
   local before="$BATS_TEST_TMPDIR/before.json" after="$BATS_TEST_TMPDIR/after.json"
   kubectl get configmap -n default "$olm" "$helm" "$argo" "$flux" "$v0" -o json >"$before"
-  "$ROOT/scripts/cluster.sh" backend-stop
+  "$ROOT/control-plane/cluster.sh" backend-stop
   local ordinary=0 ordinary_ok=0 change=0 change_refused=0 o
   # Ordinary writes: data, a label and an annotation no preset reads, through each verb.
   for o in "$olm" "$helm" "$argo" "$flux" "$v0"; do
@@ -362,7 +362,7 @@ controller_ref() {
   run --separate-stderr kubectl apply -f - <<<"$(configmap "$plain" "{\"$OLM_NAME\": \"ext-a\"}")"
   [ "$status" -ne 0 ] && [[ "$stderr" == *"failed calling webhook"* ]] && change_refused=$((change_refused + 1))
   kubectl get configmap -n default "$olm" "$helm" "$argo" "$flux" "$v0" -o json >"$after"
-  "$ROOT/scripts/cluster.sh" backend-start
+  "$ROOT/control-plane/cluster.sh" backend-start
   echo "# backend down (Kubernetes 1.$KUBERNETES_MINOR): $ordinary_ok of $ordinary ordinary writes went through, $change_refused of $change ownership changes refused" >&3
   assert_equal "$change_refused" "$change"
   # What changed is what the ordinary writes wrote, and no owner marker.

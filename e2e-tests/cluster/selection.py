@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sends writes through the real API server of scripts/cluster.sh and checks, per policy of the
+"""Sends writes through the real API server of control-plane/cluster.sh and checks, per policy of the
 cluster, that the API server sent to the webhook backend exactly the writes `policy-host
 selects` predicts from the policy's manifest (its rules, objectSelector and matchConditions):
 the proof's prediction (policy-host/src/proof.rs, e2e-tests/skips.bats) held against the real
@@ -14,7 +14,7 @@ object is created first by a member of the break-glass group (which the presets 
 on Kubernetes 1.30+); the write itself is made as the cluster's admin. Before 1.30 the
 prediction drops matchConditions, as kubewarden-controller does. A request whose object
 the API server's validation refuses (a label value no label may hold) is no write: counted
-apart. Reads the cluster from its env file (scripts/cluster.sh: APISERVER_URLS, ...,
+apart. Reads the cluster from its env file (control-plane/cluster.sh: APISERVER_URLS, ...,
 MANIFESTS, BACKEND_LOG).
 """
 

@@ -3,14 +3,17 @@
 //!
 //! `owners` scans every listable type, metadata only, and prints each owner's objects and the
 //! findings: two owners, an owner that is gone, what the policy would refuse on the object's
-//! next ownership change. `who-owns KIND/NAME` explains one object. Exit codes: 0 nothing found, 1
-//! findings, 2 could not run.
+//! next ownership change. `who-owns KIND/NAME` explains one object. `check` reads the policy's
+//! live deployment (its ClusterAdmissionPolicies and the webhooks the Kubewarden controller
+//! wrote of them). Exit codes: 0 nothing found, 1 findings, 2 could not run.
 //!
 //! Modules, by domain: `discovery` (types served), `listing` (pages of metadata), `owners`
 //! (the policy's owners of an object, and grouping), `findings` (the policy's refusals, an
 //! owner gone), `lookups` (whether owners exist), `cluster` (the policy's own lookups through
-//! kube-rs), `scan` (`owners`), `who_owns`, `report` (Report/ClusterReport), `output`.
+//! kube-rs), `scan` (`owners`), `who_owns`, `report` (Report/ClusterReport), `output`, `check`
+//! (the live deployment).
 
+mod check;
 mod cluster;
 mod discovery;
 mod findings;
@@ -64,6 +67,10 @@ enum Command {
     Owners(OwnersArgs),
     /// One object: its owners, references, handover and bound writers.
     WhoOwns(WhoOwnsArgs),
+    /// The policy's live deployment: each ClusterAdmissionPolicy of this policy active, its
+    /// webhook with the matchConditions its settings generate, no webhook that sends every
+    /// write under Fail, its policy server there. One line per fault; exit 1 if any.
+    Check(CheckArgs),
     /// The plugin's version, and the policy's whose rules it runs.
     Version,
 }
@@ -109,6 +116,14 @@ struct OwnersArgs {
     /// The reports' kind.
     #[arg(long, value_enum, default_value = "openreports", requires = "report")]
     report_kind: ReportKind,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// Only this ClusterAdmissionPolicy (repeatable; default: every one whose module is a
+    /// single-owner artifact).
+    #[arg(long = "policy", value_name = "NAME")]
+    policies: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -185,11 +200,27 @@ async fn client(cli: &Cli) -> Result<kube::Client> {
 
 async fn run(cli: Cli) -> Result<u8> {
     let client = client(&cli).await.context("no cluster")?;
+    if let Command::Check(args) = &cli.command {
+        let (faults, checked) = check::check(&client, &args.policies).await?;
+        for fault in &faults {
+            println!("{fault}");
+        }
+        if checked == 0 {
+            println!(
+                "no ClusterAdmissionPolicy of single-owner-policy (none whose module is a single-owner artifact, or none named with --policy)"
+            );
+            return Ok(1);
+        }
+        if faults.is_empty() {
+            println!("{checked} ClusterAdmissionPolicies of single-owner-policy checked: no fault");
+        }
+        return Ok(u8::from(!faults.is_empty()));
+    }
     let discovered = Arc::new(discovery::discover(&client).await?);
     match &cli.command {
         Command::Owners(args) => owners(client, discovered, args).await,
         Command::WhoOwns(args) => who_owns(client, discovered, args).await,
-        Command::Version => Ok(0),
+        Command::Version | Command::Check(_) => Ok(0),
     }
 }
 

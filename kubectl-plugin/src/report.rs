@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, anyhow};
 use clap::ValueEnum;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::ApiResource;
 use serde_json::{Value, json};
 
 use crate::discovery::Discovered;
@@ -154,10 +155,18 @@ pub async fn write(
     prune: bool,
 ) -> Result<Written> {
     let (group, version, namespaced, cluster) = run.kind.kinds();
+    // The plural as discovery found it, at the version the reports are written in: a CRD
+    // that serves several versions (Kubewarden's PolicyReport: v1alpha1, v1alpha2 and
+    // v1beta1, v1beta1 preferred) is found at its preferred one, and a v1alpha2 body sent
+    // to the v1beta1 path is refused ("invalid object type ... BadRequest").
     let find = |kind: &str| {
         discovered
             .find(group, kind)
-            .map(|t| t.api_resource())
+            .map(|t| ApiResource {
+                version: version.to_string(),
+                api_version: format!("{group}/{version}"),
+                ..t.api_resource()
+            })
             .ok_or_else(|| {
                 anyhow!(
                     "{group}/{version} {kind} is not served: install its CRDs (Kubewarden's \

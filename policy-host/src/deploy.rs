@@ -274,8 +274,13 @@ fn lookups(settings: &Value) -> Vec<(String, (&'static str, &'static str))> {
     out
 }
 
-/// The manifest as kubewarden-controller makes its webhook before Kubernetes 1.30: without
-/// matchConditions (as YAML; only `selects` reads it).
+/// The first Kubernetes minor whose API server evaluates a webhook's matchConditions by
+/// default (AdmissionWebhookMatchConditions beta, on): 1.27's alpha gate is off and its server
+/// drops them, and before 1.27 kubewarden-controller does not copy them.
+pub const MATCH_CONDITIONS_ON: u32 = 28;
+
+/// The manifest as a webhook sees it before Kubernetes 1.28: without matchConditions (as
+/// YAML; only `selects` reads it).
 #[cfg(feature = "selects")]
 pub fn without_match_conditions(manifest: &str) -> Result<String> {
     let mut doc: serde_yaml::Value =

@@ -69,7 +69,7 @@ impl Policy {
         // instantiation, not the calls measured here.
         config.memory_init_cow(false);
         config.with_host_memory(Arc::new(GaugedMemoryCreator(memory.clone())));
-        let provider = (provider_builder(config, module, "reused")?.build())
+        let provider = (provider_builder(config, module, "reused")?.0.build())
             .context("cannot instantiate the policy module")?;
         let host = WapcHost::new(Box::new(provider), Some(host_callback(capabilities)))
             .context("cannot initialize the policy module (wapc_init)")?;
@@ -127,22 +127,44 @@ impl Policy {
 /// adds an epoch check to every loop and function of the guest.
 pub struct PolicyPre {
     pre: WasmtimeEngineProviderPre,
+    engine: wasmtime::Engine,
+    deadlines: EpochDeadlines,
 }
 
-/// policy-server's deadlines, in epoch ticks; nothing ticks here, they only make wasmtime
-/// check them as it does there.
-const DEADLINES: EpochDeadlines = EpochDeadlines {
-    wapc_init: 2,
-    wapc_func: 2,
-};
+/// policy-server's default evaluation limit, in seconds (`--policy-timeout`), which is also
+/// its deadline in epoch ticks: it ticks its engine's epoch once a second.
+pub const POLICY_TIMEOUT_SECONDS: u64 = 2;
 
 impl PolicyPre {
+    /// The module with policy-server's default deadlines (2 ticks). Nothing ticks the epoch
+    /// unless the caller does ([`PolicyPre::engine`]): without a ticker the deadlines only make
+    /// wasmtime check them as it does there.
     pub fn load(module: &[u8]) -> Result<PolicyPre> {
+        PolicyPre::load_with_deadline(module, POLICY_TIMEOUT_SECONDS)
+    }
+
+    /// The module, its init and every call interrupted after `ticks` epoch ticks.
+    pub fn load_with_deadline(module: &[u8], ticks: u64) -> Result<PolicyPre> {
         let mut config = wasmtime::Config::new();
         config.epoch_interruption(true);
-        let pre = (provider_builder(config, module, "epoch")?.build_pre())
+        let (builder, engine) = provider_builder(config, module, "epoch")?;
+        let pre = builder
+            .build_pre()
             .context("cannot prepare the policy module")?;
-        Ok(PolicyPre { pre })
+        let deadlines = EpochDeadlines {
+            wapc_init: ticks,
+            wapc_func: ticks,
+        };
+        Ok(PolicyPre {
+            pre,
+            engine,
+            deadlines,
+        })
+    }
+
+    /// The engine whose epoch the deadlines count: a server ticks it (`increment_epoch`).
+    pub fn engine(&self) -> &wasmtime::Engine {
+        &self.engine
     }
 
     /// A fresh instance, its init functions run: what policy-server makes for each request.
@@ -152,7 +174,7 @@ impl PolicyPre {
 
     /// A fresh instance whose host calls of `kubernetes` `capabilities` answers.
     pub fn instantiate_with(&self, capabilities: Arc<Capabilities>) -> Result<WapcHost> {
-        let provider = (self.pre.rehydrate(Some(DEADLINES)))
+        let provider = (self.pre.rehydrate(Some(self.deadlines)))
             .context("cannot instantiate the policy module")?;
         WapcHost::new(Box::new(provider), Some(host_callback(capabilities)))
             .context("cannot initialize the policy module (wapc_init)")
@@ -167,7 +189,7 @@ fn provider_builder(
     mut config: wasmtime::Config,
     module: &[u8],
     name: &str,
-) -> Result<WasmtimeEngineProviderBuilder<'static>> {
+) -> Result<(WasmtimeEngineProviderBuilder<'static>, wasmtime::Engine)> {
     if std::env::var_os("POLICY_HOST_PERF_MAP").is_some() {
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }
@@ -176,10 +198,11 @@ fn provider_builder(
     }
     let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let module = compiled(&engine, module, name)?;
-    Ok(WasmtimeEngineProviderBuilder::new()
-        .engine(engine)
+    let builder = WasmtimeEngineProviderBuilder::new()
+        .engine(engine.clone())
         .module(module)
-        .wasi_params(WasiParams::default()))
+        .wasi_params(WasiParams::default());
+    Ok((builder, engine))
 }
 
 /// The module compiled for `engine`, from the cache when it was compiled before: the e2e

@@ -123,8 +123,9 @@ enum Command {
         /// A request the break-glass condition (`not-break-glass`) keeps out is no skip.
         #[arg(long)]
         judge: Option<String>,
-        /// The API server's minor version (1.x): before 1.30 kubewarden-controller drops
-        /// matchConditions, and they select nothing.
+        /// The API server's minor version (1.x): matchConditions select from 1.28 on (before
+        /// 1.27 kubewarden-controller drops them; 1.27's API server drops them unless its
+        /// alpha gate is on).
         #[arg(long = "kubernetes-minor", default_value = "30")]
         kubernetes_minor: u32,
     },
@@ -180,7 +181,7 @@ enum Command {
         require: bool,
         /// Race through these kube-apiservers (comma-separated URLs; writers are split
         /// between them) instead of the local write path: the policy is the one behind their
-        /// webhook (scripts/cluster.sh), and MODULE is not used.
+        /// webhook (control-plane/cluster.sh), and MODULE is not used.
         #[arg(long, value_delimiter = ',')]
         apiserver: Vec<String>,
         /// The bearer token for --apiserver.
@@ -252,9 +253,15 @@ enum Command {
         /// The PEM CA that signed the backend's certificate (the webhooks' caBundle).
         #[arg(long = "ca-file")]
         ca_file: PathBuf,
-        /// The API server's minor version (1.x): matchConditions only from 1.30 on.
+        /// The API server's minor version (1.x): matchConditions from 1.27 on (the controller
+        /// copies them where the server's OpenAPI lists the field).
         #[arg(long = "kubernetes-minor")]
         kubernetes_minor: u32,
+        /// The namespace the controller runs in (its --deployments-namespace), which a
+        /// ClusterAdmissionPolicy's webhook leaves out: `kubewarden` as its chart installs it,
+        /// `cattle-kubewarden-system` under Rancher.
+        #[arg(long, default_value = webhook::KUBEWARDEN_NAMESPACE)]
+        namespace: String,
         /// The module every policy is served with (default: each manifest's spec.module).
         #[arg(long)]
         module: Option<String>,
@@ -451,6 +458,7 @@ fn run(cli: Cli) -> Result<()> {
             policies_out,
             policy_server,
             kubewarden,
+            namespace,
         } => {
             let naming = webhook::Naming::of(&kubewarden)?;
             let ca = std::fs::read(&ca_file)
@@ -470,7 +478,13 @@ fn run(cli: Cli) -> Result<()> {
                     .with_context(|| format!("cannot read {}", path.display()))?;
                 let policy = webhook::ClusterAdmissionPolicy::read(&text)
                     .with_context(|| path.display().to_string())?;
-                items.push(policy.webhook_configuration(&url, &ca, kubernetes_minor, naming)?);
+                items.push(policy.webhook_configuration(
+                    &url,
+                    &ca,
+                    kubernetes_minor,
+                    naming,
+                    &namespace,
+                )?);
                 let own = module_for.iter().find_map(|m| {
                     m.split_once('=')
                         .filter(|(name, _)| *name == policy.name)
@@ -728,7 +742,7 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let manifest_text = read_text(&manifest)?;
             let manifest_text = match kubernetes_minor {
-                30.. => manifest_text,
+                deploy::MATCH_CONDITIONS_ON.. => manifest_text,
                 _ => deploy::without_match_conditions(&manifest_text)?,
             };
             let judge = match judge {

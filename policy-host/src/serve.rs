@@ -8,11 +8,14 @@
 //! (it refuses to start on invalid ones, printing the module's message), `POST
 //! /validate/<policy id>` with an AdmissionReview answered by an AdmissionReview, a fresh
 //! instance of the module for every request (its engine with epoch interruption, see
-//! `engine::PolicyPre`), a guest trap or error answered as `allowed: false` with code 500,
-//! `monitor` mode allowing everything it would refuse, and a readiness endpoint (`GET
-//! /readiness`, on its own port) that answers once every policy is loaded. HTTPS with the
-//! given certificate, or plain HTTP without one. What it leaves out: the policy-server's
-//! metrics, tracing, policy groups and timeouts.
+//! `engine::PolicyPre`), the evaluation limit (`--policy-timeout`, 2 s by default: the epoch
+//! ticks once a second, and an evaluation past its deadline is interrupted), a guest trap, error
+//! or interruption answered as `allowed: false` with code 500, `monitor` mode allowing
+//! everything it would refuse, `POST /audit/<policy id>` (the audit scanner's: the verdict as
+//! the module gave it, whatever the mode), and a readiness endpoint (`GET /readiness`, on its
+//! own port) that answers once every policy is loaded. HTTPS with the given certificate, or
+//! plain HTTP without one. What it leaves out: the policy-server's metrics, tracing and
+//! policy groups.
 //!
 //! Every request is logged as one JSON line (`--log`), so that a test can see which writes the
 //! API server sent and which it did not.
@@ -64,6 +67,10 @@ pub struct ServeArgs {
     /// Append one JSON line per request to this file.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// Seconds an evaluation may run before it is interrupted and refused (policy-server's
+    /// --policy-timeout); 0: no limit.
+    #[arg(long = "policy-timeout", default_value_t = crate::engine::POLICY_TIMEOUT_SECONDS)]
+    policy_timeout: u64,
 }
 
 /// One entry of policies.yml (policy-server's field names).
@@ -100,7 +107,7 @@ struct State {
 
 /// Reads policies.yml, loads every module and validates its settings: an invalid policy stops
 /// the server before it listens, as policy-server does.
-fn load(path: &PathBuf) -> Result<BTreeMap<String, LoadedPolicy>> {
+fn load(path: &PathBuf, timeout: u64) -> Result<BTreeMap<String, LoadedPolicy>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let entries: BTreeMap<String, PolicyEntry> =
@@ -111,7 +118,10 @@ fn load(path: &PathBuf) -> Result<BTreeMap<String, LoadedPolicy>> {
     let mut policies = BTreeMap::new();
     for (id, entry) in entries {
         let module = read_module(&entry.module).with_context(|| format!("policy {id}"))?;
-        let pre = PolicyPre::load(&module).with_context(|| format!("policy {id}"))?;
+        // No limit: a deadline no evaluation reaches (nothing ticks then).
+        let ticks = if timeout == 0 { u64::MAX / 2 } else { timeout };
+        let pre = PolicyPre::load_with_deadline(&module, ticks)
+            .with_context(|| format!("policy {id}"))?;
         let settings = match entry.settings {
             None | Some(Value::Null) => json!({}),
             Some(s) => s,
@@ -172,8 +182,21 @@ struct Review<'a> {
     request: Option<&'a RawValue>,
 }
 
+/// Who asked: the API server (`/validate/`) or the audit scanner (`/audit/`), which is given
+/// the module's verdict whatever the policy's mode.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Validate,
+    Audit,
+}
+
 /// Answers one AdmissionReview for policy `id`: the response, and the log line.
-fn evaluate(state: &State, id: &str, body: &[u8]) -> Result<(Value, Value), (StatusCode, String)> {
+fn evaluate(
+    state: &State,
+    id: &str,
+    body: &[u8],
+    origin: Origin,
+) -> Result<(Value, Value), (StatusCode, String)> {
     let bad = |message: String| (StatusCode::BAD_REQUEST, message);
     let policy = state
         .policies
@@ -206,15 +229,18 @@ fn evaluate(state: &State, id: &str, body: &[u8]) -> Result<(Value, Value), (Sta
     let verdict = json!({"allowed": response.allowed,
         "code": response.status.as_ref().and_then(|s| s.code),
         "patched": response.patch.is_some()});
-    if policy.monitor && !response.allowed {
+    if policy.monitor && !response.allowed && origin == Origin::Validate {
         // policy-server in monitor mode: logged, not enforced.
         response.allowed = true;
         response.status = None;
     }
-    let line = json!({"policy": id, "uid": summary.uid, "operation": summary.operation,
+    let mut line = json!({"policy": id, "uid": summary.uid, "operation": summary.operation,
         "kind": summary.kind["kind"], "name": summary.name, "namespace": summary.namespace,
         "subResource": summary.sub_resource, "verdict": verdict, "monitor": policy.monitor,
         "micros": micros});
+    if origin == Origin::Audit {
+        line["origin"] = json!("audit");
+    }
     let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "response": response});
     Ok((review, line))
@@ -237,8 +263,13 @@ async fn handle(
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let path = request.uri().path().to_string();
-    let Some(id) = path.strip_prefix("/validate/").map(str::to_string) else {
-        return Ok(reply(StatusCode::NOT_FOUND, b"not found".to_vec(), false));
+    let (id, origin) = match (
+        path.strip_prefix("/validate/"),
+        path.strip_prefix("/audit/"),
+    ) {
+        (Some(id), _) => (id.to_string(), Origin::Validate),
+        (_, Some(id)) => (id.to_string(), Origin::Audit),
+        _ => return Ok(reply(StatusCode::NOT_FOUND, b"not found".to_vec(), false)),
     };
     if request.method() != Method::POST {
         return Ok(reply(
@@ -258,7 +289,7 @@ async fn handle(
         }
     };
     // The module runs on this worker thread: a request is CPU work of tens of microseconds.
-    Ok(match evaluate(&state, &id, &body) {
+    Ok(match evaluate(&state, &id, &body, origin) {
         Ok((review, line)) => {
             if let Some(log) = &state.log
                 && let Ok(mut file) = log.lock()
@@ -295,7 +326,19 @@ fn tls_acceptor(cert: &PathBuf, key: &PathBuf) -> Result<tokio_rustls::TlsAccept
 
 /// Serves until killed.
 pub fn serve(args: &ServeArgs) -> Result<()> {
-    let policies = load(&args.policies)?;
+    let policies = load(&args.policies, args.policy_timeout)?;
+    if args.policy_timeout > 0 {
+        // policy-server's ticker: each engine's epoch once a second, so an evaluation is
+        // interrupted between timeout - 1 and timeout seconds after it starts.
+        let engines: Vec<wasmtime::Engine> =
+            policies.values().map(|p| p.pre.engine().clone()).collect();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                engines.iter().for_each(wasmtime::Engine::increment_epoch);
+            }
+        });
+    }
     let log = (args.log.as_ref())
         .map(|path| {
             std::fs::OpenOptions::new()

@@ -16,9 +16,14 @@
 //! a ClusterAdmissionPolicy a namespaceSelector that leaves out Kubewarden's own namespace,
 //! with the spec's matchExpressions added (from 1.36, the spec's own selector alone when
 //! `allowInsideAdmissionControllerNamespace` is true), for an AdmissionPolicy its own
-//! namespace; and the spec's matchConditions only on Kubernetes 1.30 or newer (older servers do
-//! not know them, and the controller drops them with a log line). The controller points the
-//! webhook at the policy-server Service; here it is a URL, since the backend runs on loopback.
+//! namespace; and the spec's matchConditions where the API server's OpenAPI v3 schema lists
+//! `matchConditions` on ValidatingWebhook, which the controller checks once, at its start
+//! (`internal/featuregates`): from Kubernetes 1.27 on (the field is in the schema whether or
+//! not 1.27's alpha gate is on; off, the server drops the conditions it is given), and before
+//! it the controller drops them with a log line. The controller points the webhook at the
+//! policy-server Service; here it is a URL, since the backend runs on loopback. Its namespace
+//! (`--deployments-namespace`: `kubewarden` as the chart installs it, `cattle-kubewarden-system`
+//! under Rancher) is a parameter.
 //!
 //! The policies.yml entry carries, from 1.36 (`policyserver_controller_configmap.go`,
 //! `hostCapabilitiesForPolicy`), the host capabilities the policy may call: `["*"]` for a
@@ -30,8 +35,14 @@ use anyhow::{Context, Result, bail, ensure};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-/// The namespace kubewarden-controller runs policy-servers in (its default).
-const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
+use crate::deploy::MATCH_CONDITIONS_ON;
+
+/// The namespace kubewarden-controller runs policy-servers in, as its chart installs it.
+pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
+
+/// The first Kubernetes minor whose OpenAPI lists ValidatingWebhook.matchConditions: from it
+/// on, the controller copies a policy's conditions into its webhook.
+pub const MATCH_CONDITIONS_IN_SCHEMA: u32 = 27;
 
 /// How kubewarden-controller names a policy's webhook and policy-server id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +119,7 @@ impl ClusterAdmissionPolicy {
     /// The namespaces the webhook sends: all but Kubewarden's for a cluster-wide policy (the
     /// spec's selector alone where it allows Kubewarden's namespace), its own for a namespaced
     /// one.
-    fn namespace_selector(&self) -> Value {
+    fn namespace_selector(&self, kubewarden_namespace: &str) -> Value {
         if let Some(ns) = &self.namespace {
             return json!({"matchLabels": {"kubernetes.io/metadata.name": ns}});
         }
@@ -116,7 +127,7 @@ impl ClusterAdmissionPolicy {
             return self.spec["namespaceSelector"].clone();
         }
         let mut expressions = vec![json!({"key": "kubernetes.io/metadata.name",
-            "operator": "NotIn", "values": [KUBEWARDEN_NAMESPACE]})];
+            "operator": "NotIn", "values": [kubewarden_namespace]})];
         if let Some(more) = self.spec["namespaceSelector"]["matchExpressions"].as_array() {
             expressions.extend(more.iter().cloned());
         }
@@ -124,15 +135,17 @@ impl ClusterAdmissionPolicy {
     }
 
     /// The ValidatingWebhookConfiguration (a MutatingWebhookConfiguration for a policy with
-    /// `spec.mutating: true`, otherwise the same, as the controller writes it), calling `base_url` + `/validate/<unique name>` and
-    /// trusting `ca_pem`, for an API server of minor version `server_minor` (1.x), named as
-    /// `naming`.
+    /// `spec.mutating: true`, otherwise the same, as the controller writes it), calling
+    /// `base_url` + `/validate/<unique name>` and trusting `ca_pem`, for an API server of minor
+    /// version `server_minor` (1.x), named as `naming`, of a controller installed in
+    /// `kubewarden_namespace`.
     pub fn webhook_configuration(
         &self,
         base_url: &str,
         ca_pem: &[u8],
         server_minor: u32,
         naming: Naming,
+        kubewarden_namespace: &str,
     ) -> Result<Value> {
         let spec = &self.spec;
         let kind = match &spec["mutating"] {
@@ -157,18 +170,26 @@ impl ClusterAdmissionPolicy {
             "rules": spec["rules"],
             "failurePolicy": or("failurePolicy", json!("Fail")),
             "matchPolicy": or("matchPolicy", json!("Equivalent")),
-            "namespaceSelector": self.namespace_selector(),
+            "namespaceSelector": self.namespace_selector(kubewarden_namespace),
             "objectSelector": or("objectSelector", json!({})),
             "sideEffects": or("sideEffects", json!("None")),
             "timeoutSeconds": or("timeoutSeconds", json!(10)),
             "admissionReviewVersions": ["v1"],
         });
-        if server_minor >= 30 && spec["matchConditions"].is_array() {
+        if server_minor >= MATCH_CONDITIONS_IN_SCHEMA && spec["matchConditions"].is_array() {
             webhook["matchConditions"] = spec["matchConditions"].clone();
+            if server_minor < MATCH_CONDITIONS_ON {
+                eprintln!(
+                    "policy-host webhook: {}: matchConditions kept, as kubewarden-controller \
+                     keeps them on Kubernetes 1.{server_minor}, whose API server drops them \
+                     unless its AdmissionWebhookMatchConditions gate is on (off by default)",
+                    self.name
+                );
+            }
         } else if spec["matchConditions"].is_array() {
             eprintln!(
                 "policy-host webhook: {}: matchConditions dropped, as kubewarden-controller \
-                 drops them on Kubernetes 1.{server_minor} (they need 1.30)",
+                 drops them on Kubernetes 1.{server_minor} (its OpenAPI has them from 1.27)",
                 self.name
             );
         }
@@ -258,7 +279,13 @@ spec:
     fn the_webhook_is_what_the_controller_writes() {
         let policy = ClusterAdmissionPolicy::read(MANIFEST).unwrap();
         let config = policy
-            .webhook_configuration("https://127.0.0.1:9443/", b"CA", 29, Naming::Before1372)
+            .webhook_configuration(
+                "https://127.0.0.1:9443/",
+                b"CA",
+                26,
+                Naming::Before1372,
+                KUBEWARDEN_NAMESPACE,
+            )
             .unwrap();
         assert_eq!(config["metadata"]["name"], "clusterwide-p");
         let webhook = &config["webhooks"][0];
@@ -279,11 +306,27 @@ spec:
         let ns = &webhook["namespaceSelector"]["matchExpressions"];
         assert_eq!(ns[0]["values"][0], "kubewarden");
         assert_eq!(ns[1]["key"], "team");
-        assert!(webhook.get("matchConditions").is_none(), "1.29 has none");
+        assert!(webhook.get("matchConditions").is_none(), "1.26 has none");
         let newer = policy
-            .webhook_configuration("https://h", b"CA", 30, Naming::Before1372)
+            .webhook_configuration("https://h", b"CA", 27, Naming::Before1372, "kubewarden")
             .unwrap();
-        assert_eq!(newer["webhooks"][0]["matchConditions"][0]["name"], "c");
+        assert_eq!(
+            newer["webhooks"][0]["matchConditions"][0]["name"], "c",
+            "1.27's schema lists the field: the controller copies it"
+        );
+        let rancher = policy
+            .webhook_configuration(
+                "https://h",
+                b"CA",
+                37,
+                Naming::Before1372,
+                "cattle-kubewarden-system",
+            )
+            .unwrap();
+        assert_eq!(
+            rancher["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"][0],
+            "cattle-kubewarden-system"
+        );
         let entry = policy.policies_entry("file:///p.wasm", Some(&["oci/*".into()]));
         assert_eq!(entry["settings"]["allowAdoption"], false);
         assert_eq!(entry["policyMode"], "protect");
@@ -302,7 +345,7 @@ spec:
         ] {
             let naming = Naming::of(version).unwrap();
             let config = policy
-                .webhook_configuration("https://h", b"CA", 36, naming)
+                .webhook_configuration("https://h", b"CA", 36, naming, KUBEWARDEN_NAMESPACE)
                 .unwrap();
             assert_eq!(config["metadata"]["name"], name, "{version}");
             assert_eq!(
@@ -333,7 +376,13 @@ spec:
         );
         assert_eq!(policy.unique_name(Naming::From1372), "kw.ap.team-a.p");
         let config = policy
-            .webhook_configuration("https://h", b"CA", 36, Naming::From1372)
+            .webhook_configuration(
+                "https://h",
+                b"CA",
+                36,
+                Naming::From1372,
+                KUBEWARDEN_NAMESPACE,
+            )
             .unwrap();
         assert_eq!(
             config["webhooks"][0]["namespaceSelector"],
@@ -365,7 +414,13 @@ spec:
         );
         let policy = ClusterAdmissionPolicy::read(&manifest).unwrap();
         let config = policy
-            .webhook_configuration("https://h", b"CA", 36, Naming::From1372)
+            .webhook_configuration(
+                "https://h",
+                b"CA",
+                36,
+                Naming::From1372,
+                KUBEWARDEN_NAMESPACE,
+            )
             .unwrap();
         let ns = &config["webhooks"][0]["namespaceSelector"]["matchExpressions"];
         assert_eq!(ns.as_array().map(Vec::len), Some(1));

@@ -1,5 +1,5 @@
 //! `policy-host race --apiserver`: the same scenarios through real kube-apiservers, with the
-//! policy behind the webhook that kubewarden-controller would make (scripts/cluster.sh), and
+//! policy behind the webhook that kubewarden-controller would make (control-plane/cluster.sh), and
 //! writers that write as real reconcilers do:
 //!
 //! - `put`: GET, change, PUT with the resourceVersion read, and on a 409 Conflict start again

@@ -1,4 +1,4 @@
-# Background processes for the scripts that run a local control plane (scripts/cluster.sh,
+# Background processes for the scripts that run a local control plane (control-plane/cluster.sh,
 # scripts/cluster-olm.sh): free loopback ports, bounded waits, and processes started in the
 # background whose PIDs are kept in files and stopped by them. Sourced; the caller defines
 # `log MESSAGE` (to stderr).

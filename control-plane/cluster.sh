@@ -1,26 +1,35 @@
 #!/usr/bin/env bash
 # A local control plane on loopback, for tests through a real API server: etcd, one or more
 # kube-apiservers on that etcd, the webhook backend (policy-server when POLICY_SERVER is
-# given, else `policy-host serve`), and the ValidatingWebhookConfigurations that
-# kubewarden-controller makes of the given ClusterAdmissionPolicy manifests (by default the
-# shipped one-tool presets, deploy/*.yaml but all-tools.yaml), served with the built module.
+# given, else `policy-host serve`), and the ValidatingWebhookConfigurations of the given
+# ClusterAdmissionPolicy manifests (by default the shipped one-tool presets, deploy/*.yaml but
+# all-tools.yaml), served with the built module. WEBHOOKS says who writes the webhooks:
+#   controller (the default): the real Kubewarden controller, with kube-controller-manager,
+#     kube-scheduler and kwok running its policy server's pods (control-plane/kubewarden.bash);
+#     needs root (a network namespace for the pods' addresses)
+#   emulation: `policy-host webhook --kubewarden VERSION`, which writes what the controller
+#     writes, its webhooks calling the backend on loopback (the fallback where the controller
+#     cannot run: no root, or a controller version the Go module proxy does not serve)
 #
-# usage: scripts/cluster.sh up [--apiservers N] [--backends N] [--apply FILE]... [--probe FILE]
+# usage: control-plane/cluster.sh up [--apiservers N] [--backends N] [--apply FILE]... [--probe FILE]
 #                              [--storage-json] [MANIFEST...]
 #          --apply: applied before the webhooks, in order (CRDs the tests write, objects of
 #          them the policies look up); --probe: an object the
 #          webhooks select, created with a dry run until each API server calls the backend;
 #          --storage-json: the API servers store every object as JSON in etcd (built-in kinds
 #          too, which they store as protobuf by default), so that a checker can read etcd
-#        scripts/cluster.sh down
-#        scripts/cluster.sh backend-stop | backend-start   (the webhook backend alone)
+#        control-plane/cluster.sh down
+#        control-plane/cluster.sh backend-stop | backend-start   (the webhook backend alone)
+#        control-plane/cluster.sh controller-stop | controller-start   (the Kubewarden controller)
 # State, logs and an `env` file to source: $CLUSTER_DIR (default target/cluster). `down`
 # stops only the processes `up` started, by the PIDs it wrote; every wait is bounded.
-# Environment: KUBE_APISERVER (else scripts/kube-apiserver/build.sh builds one),
+# Environment: KUBE_APISERVER (else control-plane/build.sh builds Kubernetes 1.37 once per machine),
 # POLICY_SERVER, POLICY (default annotated-policy.wasm), POLICY_HOST, MODULE_FOR (space-
 # separated NAME=MODULE: the module of the policy NAME, instead of POLICY), KUBEWARDEN_VERSION
-# (default 1.38: the controller whose webhook names are imitated; from 1.37.2 kw.cap.<name>,
-# before clusterwide-<name>; the env file's POLICY_ID_PREFIX says which).
+# (emulation; default 1.38: the controller whose webhook names are imitated; from 1.37.2
+# kw.cap.<name>, before clusterwide-<name>; the env file's POLICY_ID_PREFIX says which),
+# KUBEWARDEN_NAMESPACE (default kubewarden: the controller's namespace, which its webhooks leave
+# out), WEBHOOKS.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="$(realpath -m "${CLUSTER_DIR:-$root/target/cluster}")"
@@ -30,8 +39,10 @@ module="$(realpath "${POLICY:-$root/annotated-policy.wasm}")"
 log() { echo "cluster: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# shellcheck source=scripts/processes.bash
-source "$root/scripts/processes.bash"
+# shellcheck source=control-plane/processes.bash
+source "$root/control-plane/processes.bash"
+# shellcheck source=control-plane/kubewarden.bash
+source "$root/control-plane/kubewarden.bash"
 
 # start NAME COMMAND...: runs COMMAND in the background, its output in NAME.log, its PID in
 # pids/NAME.pid.
@@ -43,16 +54,22 @@ start() {
 
 down() {
   [ -d "$dir/pids" ] || return 0
-  # Backends and API servers first, etcd last.
-  for file in "$dir"/pids/backend-*.pid "$dir"/pids/apiserver-*.pid "$dir"/pids/etcd.pid; do
+  # Backends, the controllers and API servers first, etcd last.
+  for file in "$dir"/pids/policy-server-pods.pid "$dir"/pids/backend-*.pid "$dir"/pids/kubewarden-controller.pid "$dir"/pids/kwok.pid \
+    "$dir"/pids/scheduler.pid "$dir"/pids/controller-manager.pid "$dir"/pids/apiserver-*.pid "$dir"/pids/etcd.pid; do
     [ -f "$file" ] && stop_pid_file "$file"
   done
+  kw_netns_down
   log "stopped"
 }
 
 backend_start() {
   # shellcheck disable=SC1091
   source "$dir/env"
+  if [ "$WEBHOOKS" = controller ]; then
+    kw_backend_start
+    return
+  fi
   local i ready readiness
   read -ra readiness <<<"$READINESS_PORTS"
   for i in $(seq 1 "$BACKENDS"); do
@@ -77,6 +94,12 @@ backend_start() {
 }
 
 backend_stop() {
+  # shellcheck disable=SC1091
+  source "$dir/env"
+  if [ "$WEBHOOKS" = controller ]; then
+    kw_backend_stop
+    return
+  fi
   local file
   for file in "$dir"/pids/backend-*.pid; do
     [ -f "$file" ] && stop_pid_file "$file"
@@ -104,7 +127,9 @@ certs() {
     -keyout "$c/ca.key" -out "$c/ca.crt" 2>/dev/null
   for name in apiserver backend; do
     openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" -keyout "$c/$name.key" -out "$c/$name.csr" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$c/$name.ext"
+    # 10.244.0.1: the host's end of the policy server pods' veth (kubewarden.bash), where they
+    # reach the API server.
+    printf 'subjectAltName=IP:127.0.0.1,IP:%s.1,DNS:localhost\n' "$KW_CIDR_PREFIX" >"$c/$name.ext"
     openssl x509 -req -in "$c/$name.csr" -CA "$c/ca.crt" -CAkey "$c/ca.key" -CAcreateserial \
       -days 2 -extfile "$c/$name.ext" -out "$c/$name.crt" 2>/dev/null
   done
@@ -132,6 +157,12 @@ up() {
       [ "$(basename "$m")" = all-tools.yaml ] || manifests+=("$m")
     done
   fi
+  WEBHOOKS="${WEBHOOKS:-controller}"
+  case "$WEBHOOKS" in
+    controller) [ "$(id -u)" -eq 0 ] || die "WEBHOOKS=controller needs root (a network namespace); WEBHOOKS=emulation does not" ;;
+    emulation) ;;
+    *) die "WEBHOOKS must be controller or emulation, not '$WEBHOOKS'" ;;
+  esac
   [ -f "$module" ] || die "no module at $module (make annotated-policy.wasm)"
   [ -x "$policy_host" ] || die "no policy-host at $policy_host (make host)"
   if [ -d "$dir/pids" ] && ls "$dir"/pids/*.pid >/dev/null 2>&1; then
@@ -140,7 +171,7 @@ up() {
   fi
   "$root/scripts/setup.sh" cluster >&2
   local apiserver
-  apiserver="$("$root/scripts/kube-apiserver/build.sh")"
+  apiserver="$("$root/control-plane/build.sh" kube-apiserver)"
   rm -rf "$dir"
   mkdir -p "$dir/pids"
   certs
@@ -156,18 +187,21 @@ up() {
     --listen-peer-urls "http://127.0.0.1:$(free_port)" --log-level error
   wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" || die "etcd did not start: $(tail -5 "$dir/etcd.log")"
 
-  local urls=() i port
+  local urls=() i port bind=127.0.0.1
+  # The policy server's pods reach the API server (their lookups) from their own namespace.
+  [ "$WEBHOOKS" = emulation ] || bind=0.0.0.0
   for i in $(seq 1 "$apiservers"); do
     port="$(free_port)"
     start "apiserver-$i" "$apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
-      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --endpoint-reconciler-type none \
+      --bind-address "$bind" --advertise-address 127.0.0.1 --endpoint-reconciler-type none \
       --secure-port "$port" --tls-cert-file "$dir/certs/apiserver.crt" \
       --tls-private-key-file "$dir/certs/apiserver.key" --client-ca-file "$dir/certs/ca.crt" \
       --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
       --service-account-issuer https://kubernetes.default.svc \
       --service-account-key-file "$dir/certs/sa.pub" \
       --service-account-signing-key-file "$dir/certs/sa.key" \
-      --service-cluster-ip-range 10.96.0.0/16 --etcd-compaction-interval 0 "${storage[@]}"
+      --service-cluster-ip-range 10.96.0.0/16 --etcd-compaction-interval 0 "${storage[@]}" \
+      --enable-aggregator-routing
     urls+=("https://127.0.0.1:$port")
     wait_for 90 "kube-apiserver $i" curl -sf --cacert "$dir/certs/ca.crt" \
       -H "Authorization: Bearer $token" "https://127.0.0.1:$port/readyz" ||
@@ -188,6 +222,7 @@ current-context: local
 EOF
   done
   cp "$dir/kubeconfig-1" "$dir/kubeconfig"
+  sed "s#https://127.0.0.1:#https://$KW_CIDR_PREFIX.1:#" "$dir/kubeconfig-1" >"$dir/kubeconfig-pod"
   export KUBECONFIG="$dir/kubeconfig"
   local minor
   minor="$(kubectl version -o json 2>/dev/null | python3 -c 'import json,sys; print(int("".join(c for c in json.load(sys.stdin)["serverVersion"]["minor"] if c.isdigit())))')"
@@ -202,8 +237,12 @@ EOF
     kubectl wait --for condition=Established --timeout 30s crd --all >&2
   fi
 
-  local backend_port
+  local backend_port kubewarden_version="${KUBEWARDEN_VERSION:-1.38}"
   backend_port="$(free_port)"
+  if [ "$WEBHOOKS" = controller ]; then
+    kubewarden_version="$(cd "$root/control-plane/kubewarden" &&
+      GOFLAGS=-mod=readonly GOTOOLCHAIN=local go list -m -f '{{.Version}}' github.com/kubewarden/adm-controller)"
+  fi
   cat >"$dir/env" <<EOF
 export KUBECONFIG="$dir/kubeconfig"
 export CLUSTER_DIR="$dir"
@@ -218,20 +257,34 @@ export BACKENDS="$backends"
 export BACKEND_LOG="$dir/requests.jsonl"
 export POLICY_MODULE="$module"
 export MANIFESTS="$(realpath "${manifests[@]}" | tr '\n' ' ')"
-export KUBEWARDEN_VERSION="${KUBEWARDEN_VERSION:-1.38}"
-export POLICY_ID_PREFIX="$(policy_id_prefix "${KUBEWARDEN_VERSION:-1.38}")"
+export KUBEWARDEN_VERSION="$kubewarden_version"
+export KUBEWARDEN_NAMESPACE="$KW_NAMESPACE"
+export POLICY_ID_PREFIX="$(policy_id_prefix "$kubewarden_version")"
+export WEBHOOKS="$WEBHOOKS"
 EOF
-  local module_for=() m
-  for m in ${MODULE_FOR:-}; do module_for+=(--module-for "$m"); done
-  "$policy_host" webhook "${manifests[@]}" --kubewarden "${KUBEWARDEN_VERSION:-1.38}" --url "https://127.0.0.1:$backend_port" \
-    --ca-file "$dir/certs/ca.crt" --kubernetes-minor "$minor" --module "file://$module" \
-    "${module_for[@]}" --policies-out "$dir/policies.yml" >"$dir/webhooks.json"
   touch "$dir/requests.jsonl"
-  backend_start
-  # kubectl validates against the API server's OpenAPI, which a kube-apiserver 1.36 may serve
-  # a few seconds after /readyz ("the server is currently unable to handle the request").
-  wait_for 60 "the webhook configurations applied" kubectl apply -f "$dir/webhooks.json" ||
-    kubectl apply -f "$dir/webhooks.json" >&2
+  if [ "$WEBHOOKS" = controller ]; then
+    # The controller writes the webhooks once its policy server's pods are Ready; the
+    # backend is started at the pods' addresses from what it wrote.
+    kw_netns_up
+    kw_control_plane "${urls[0]}"
+    kw_controller "${manifests[@]}"
+    backend_start
+    kw_wait_active "${manifests[@]}"
+    kw_backend_start
+    kw_backend_config
+  else
+    local module_for=() m
+    for m in ${MODULE_FOR:-}; do module_for+=(--module-for "$m"); done
+    "$policy_host" webhook "${manifests[@]}" --kubewarden "$kubewarden_version" --url "https://127.0.0.1:$backend_port" \
+      --ca-file "$dir/certs/ca.crt" --kubernetes-minor "$minor" --module "file://$module" \
+      --namespace "$KW_NAMESPACE" "${module_for[@]}" --policies-out "$dir/policies.yml" >"$dir/webhooks.json"
+    backend_start
+    # kubectl validates against the API server's OpenAPI, which a kube-apiserver 1.36 may serve
+    # a few seconds after /readyz ("the server is currently unable to handle the request").
+    wait_for 60 "the webhook configurations applied" kubectl apply -f "$dir/webhooks.json" ||
+      kubectl apply -f "$dir/webhooks.json" >&2
+  fi
   # The API servers see a new webhook configuration through their informers: wait until each
   # one has called the backend once (a dry-run create of an object every preset selects).
   [ -n "$probe_file" ] || probe_manifest "${manifests[@]}" >"$dir/probe.yaml"
@@ -239,7 +292,7 @@ EOF
     wait_for 30 "the webhooks of kube-apiserver $i" probe "$i" ||
       die "kube-apiserver $i never called the webhook backend"
   done
-  log "up: $apiservers kube-apiserver(s) (Kubernetes 1.$minor) on etcd :$etcd_port, ${#manifests[@]} policies; source $dir/env"
+  log "up: $apiservers kube-apiserver(s) (Kubernetes 1.$minor) on etcd :$etcd_port, ${#manifests[@]} policies, webhooks by the $WEBHOOKS (Kubewarden $kubewarden_version); source $dir/env"
 }
 
 # probe_manifest MANIFEST...: a ConfigMap that the webhooks of every given preset select: the
@@ -297,5 +350,7 @@ case "${1:-}" in
   down) down ;;
   backend-stop) backend_stop ;;
   backend-start) backend_start ;;
-  *) echo "usage: $0 up [--apiservers N] [--backends N] [MANIFEST...] | down | backend-stop | backend-start" >&2; exit 2 ;;
+  controller-stop) kw_controller_stop ;;
+  controller-start) kw_controller_start ;;
+  *) echo "usage: $0 up [--apiservers N] [--backends N] [MANIFEST...] | down | backend-stop | backend-start | controller-stop | controller-start" >&2; exit 2 ;;
 esac
