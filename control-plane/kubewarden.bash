@@ -239,7 +239,7 @@ kw_pods_served() {
     -o jsonpath='{range .items[*]}{.status.podIP}{"\n"}{end}' | grep . | sort)" || return 1
   [ -n "$ips" ] && [ "$ips" = "$(sort "$dir/pod-ips" 2>/dev/null)" ] || return 1
   for ip in $ips; do
-    curl -sf "http://$ip:8081/readiness" >/dev/null || return 1
+    curl -sf -m 2 "http://$ip:8081/readiness" >/dev/null || return 1
   done
 }
 

@@ -89,9 +89,19 @@ def main():
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        subprocess.run(["ip", "-n", netns, "addr", "del", f"{ip}/32", "dev", iface],
-                       capture_output=True)
         log(f"pod {uid}: backend at {ip} stopped")
+
+    def addresses(wanted):
+        """The namespace holds exactly the live pods' addresses: a pod whose backend is stopped
+        keeps its address (a connection to it is refused at once, as to a pod whose container
+        died), a pod that is gone loses it."""
+        shown = subprocess.run(["ip", "-n", netns, "-4", "-o", "addr", "show", "dev", iface],
+                               capture_output=True, text=True).stdout
+        held = {f.split("/")[0] for line in shown.splitlines() for f in line.split() if "/32" in f}
+        for ip in held - wanted:
+            subprocess.run(["ip", "-n", netns, "addr", "del", f"{ip}/32", "dev", iface], capture_output=True)
+        for ip in wanted - held:
+            subprocess.run(["ip", "-n", netns, "addr", "replace", f"{ip}/32", "dev", iface], capture_output=True)
 
     def begin(pod):
         uid, ip, name = pod["metadata"]["uid"], pod["status"]["podIP"], pod["metadata"]["name"]
@@ -104,7 +114,6 @@ def main():
         for key in ("tls.crt", "tls.key"):
             with open(os.path.join(where, key), "wb") as f:
                 f.write(base64.b64decode(secret["data"][key]))
-        subprocess.run(["ip", "-n", netns, "addr", "replace", f"{ip}/32", "dev", iface], check=True)
         out = open(os.path.join(state_dir, f"backend-{name}.log"), "ab")
         proc = subprocess.Popen(
             ["ip", "netns", "exec", netns, *backend, "--addr", ip, "--port", "8443",
@@ -127,6 +136,7 @@ def main():
                 if p.get("status", {}).get("podIP") and not p["metadata"].get("deletionTimestamp")}
         for uid in [u for u in running if u not in live]:
             end(uid)
+        addresses({p["status"]["podIP"] for p in live.values()})
         # A terminating pod whose backend is stopped is deleted for good, as the kubelet
         # confirms a deletion once the pod's containers have stopped (without it the pod would
         # stand for its grace period, and the controller waits for the old pods to go).
