@@ -72,8 +72,8 @@ build() {
 }
 
 @test "an unknown program is refused with the list's reason" {
-  build kube-scheduler
+  build etcd
   [ "$status" -eq 2 ]
   assert_output ""
-  [[ "$stderr" == *"unknown program 'kube-scheduler'"* ]] || fail "$stderr"
+  [[ "$stderr" == *"unknown program 'etcd'"* ]] || fail "$stderr"
 }

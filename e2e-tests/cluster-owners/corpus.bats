@@ -275,5 +275,5 @@ preset_findings() {
   reports="$(kubectl get policyreports.wgpolicyk8s.io,clusterpolicyreports.wgpolicyk8s.io -A -l app.kubernetes.io/managed-by=kubectl-single-owner -o json)"
   assert_equal "$(jq '.items | length' <<<"$reports")" "$(jq '.findings | length' <<<"$output")"
   assert_equal "$(jq -r '.items[] | "\(.scope.name) \(.results[].rule)"' <<<"$reports" | sort)" "$PLANTED_FINDINGS"
-  assert_equal "$(jq -r '[.items[].results[0].subjectSelector] | unique | map(tojson) | join(",")' <<<"$reports")" '{}'
+  assert_equal "$(jq -r '[.items[].results[0].resourceSelector] | unique | map(tojson) | join(",")' <<<"$reports")" '{}'
 }

@@ -216,5 +216,5 @@ findings() { jq -r '.findings[] | "\(.object.name) \(.kind)"' <<<"$output" | sor
   run kubectl get policyreports.wgpolicyk8s.io -n apps -l app.kubernetes.io/managed-by=kubectl-single-owner -o json
   assert_success
   assert_equal "$(jq '.items | length' <<<"$output")" 4
-  assert_equal "$(jq -r '[.items[].results[0].subjectSelector] | unique | map(tojson) | join(",")' <<<"$output")" '{}'
+  assert_equal "$(jq -r '[.items[].results[0].resourceSelector] | unique | map(tojson) | join(",")' <<<"$output")" '{}'
 }

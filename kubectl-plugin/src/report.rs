@@ -80,10 +80,11 @@ pub fn reports(findings: &[Finding], run: &Run) -> Vec<Value> {
                 .iter()
                 .map(|f| {
                     let owners = f.owners.iter().map(|o| o.to_string()).collect::<Vec<_>>();
-                    let selector = match run.kind {
-                        ReportKind::Openreports => "resourceSelector",
-                        ReportKind::Policyreport => "subjectSelector",
-                    };
+                    // Both kinds name it resourceSelector: the wgpolicyk8s.io v1alpha2 Go
+                    // field is SubjectSelector, its JSON `resourceSelector`
+                    // (wg-policy-prototypes policyreport_types.go), and Kubewarden's CRD
+                    // declares only that.
+                    let selector = "resourceSelector";
                     json!({
                         "source": SOURCE,
                         "policy": run.policy,
@@ -257,7 +258,7 @@ mod tests {
         ReportKind::Policyreport,
         "wgpolicyk8s.io/v1alpha2",
         "PolicyReport",
-        "subjectSelector"
+        "resourceSelector"
     )]
     #[tokio::test]
     async fn one_report_per_object_in_the_audit_scanners_shape(
