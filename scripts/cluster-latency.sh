@@ -24,6 +24,9 @@
 # blocks that need them are left out, saying so), POLICY_SERVER, LATENCY_BLOCKS (15),
 # LATENCY_WRITES (100 of each kind a block), LATENCY_PRESETS (all three).
 set -euo pipefail
+# The emulation's webhooks (control-plane/cluster.sh, WEBHOOKS): the blocks swap webhook
+# configurations in and out, which the real Kubewarden controller would put back at once.
+export WEBHOOKS=emulation
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$1"
 if [ -z "${CLUSTER_DIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then

@@ -43,6 +43,10 @@
 # Needs root (unshare -m and a tmpfs on /run for the token files), docker-registry (Debian's
 # package, installed when missing), openssl, jq, curl, bats.
 set -euo pipefail
+# The emulation's webhooks (control-plane/cluster.sh, WEBHOOKS): the OLM suites were written
+# and run against them, with OLM's own binaries, which no registry serves; they have not been
+# run with the real Kubewarden controller.
+export WEBHOOKS=emulation
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
