@@ -127,6 +127,8 @@ impl Policy {
 /// adds an epoch check to every loop and function of the guest.
 pub struct PolicyPre {
     pre: WasmtimeEngineProviderPre,
+    /// The engine `serve` ticks (only a server has a clock for the deadlines).
+    #[cfg(feature = "cluster")]
     engine: wasmtime::Engine,
     deadlines: EpochDeadlines,
 }
@@ -147,6 +149,7 @@ impl PolicyPre {
     pub fn load_with_deadline(module: &[u8], ticks: u64) -> Result<PolicyPre> {
         let mut config = wasmtime::Config::new();
         config.epoch_interruption(true);
+        #[cfg_attr(not(feature = "cluster"), allow(unused_variables))]
         let (builder, engine) = provider_builder(config, module, "epoch")?;
         let pre = builder
             .build_pre()
@@ -157,12 +160,14 @@ impl PolicyPre {
         };
         Ok(PolicyPre {
             pre,
+            #[cfg(feature = "cluster")]
             engine,
             deadlines,
         })
     }
 
     /// The engine whose epoch the deadlines count: a server ticks it (`increment_epoch`).
+    #[cfg(feature = "cluster")]
     pub fn engine(&self) -> &wasmtime::Engine {
         &self.engine
     }
