@@ -30,6 +30,7 @@ normalized() {
       webhook: (.webhooks[0] | del(.clientConfig)
         | .objectSelector = (.objectSelector // {}) | .matchPolicy = (.matchPolicy // "Equivalent")
         | .failurePolicy = (.failurePolicy // "Fail") | .timeoutSeconds = (.timeoutSeconds // 10)
+        | if .reinvocationPolicy == "Never" then del(.reinvocationPolicy) else . end
         | .rules = [.rules[] | .scope = (.scope // "*")]),
       path: (.webhooks[0].clientConfig.service.path // (.webhooks[0].clientConfig.url | sub("^https://[^/]*"; "")))}]
     | sort_by(.name)' "$1"
