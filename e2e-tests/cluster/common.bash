@@ -58,6 +58,17 @@ policy_on() {
   fail "the API server does not run the webhook of $policy 30 s after it was applied"
 }
 
+# policy_server_settled: the controller's rollout is over: every policy server pod carries the
+# ConfigMap's current version, is Ready and is not terminating (each pod's backend then serves
+# what the ConfigMap holds).
+policy_server_settled() {
+  local version pods
+  version="$(kubectl -n "$KUBEWARDEN_NAMESPACE" get configmap policy-server-default -o jsonpath='{.metadata.resourceVersion}')"
+  pods="$(kubectl -n "$KUBEWARDEN_NAMESPACE" get pods -l kubewarden/policy-server=default -o json |
+    jq -r '.items[] | "\(.metadata.labels["kubewarden/config-version"])|\(.metadata.deletionTimestamp // "")|\([.status.conditions[]? | select(.type == "Ready")][0].status)"')"
+  [ -n "$pods" ] && ! grep -qv "^$version||True\$" <<<"$pods"
+}
+
 # A name of this test's own, so that tests never share an object.
 name() { echo "e2e-$1-$BATS_TEST_NUMBER-$$"; }
 
