@@ -186,6 +186,13 @@ kw_netns_up() {
   host_if="kw${ns#so-kw-}h" ns_if="kw${ns#so-kw-}n"
   host_if="${host_if:0:15}" ns_if="${ns_if:0:15}"
   kw_netns_down
+  # Another cluster's namespace left behind (a run killed before its `down`) would hold the
+  # same host address on its veth: one cluster of this kind runs at a time, so it goes.
+  local stale
+  for stale in $(ip netns list | grep -o '^so-kw-[0-9a-f]*'); do
+    log "deleting the network namespace $stale a stopped cluster left"
+    ip netns del "$stale"
+  done
   ip netns add "$ns"
   ip link add "$host_if" type veth peer name "$ns_if"
   ip link set "$ns_if" netns "$ns"
