@@ -272,7 +272,6 @@ EOF
     backend_start
     kw_wait_active "${manifests[@]}"
     kw_backend_start
-    kw_backend_config
   else
     local module_for=() m
     for m in ${MODULE_FOR:-}; do module_for+=(--module-for "$m"); done

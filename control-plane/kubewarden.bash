@@ -212,14 +212,6 @@ kw_netns_down() {
   rm -f "$dir/netns-if"
 }
 
-# kw_backend_config: what the controller wrote, for the suites that read or re-apply it.
-kw_backend_config() {
-  kubectl -n "$KW_NAMESPACE" get configmap "policy-server-$KW_POLICY_SERVER" \
-    -o jsonpath='{.data.policies\.yml}' >"$dir/policies.yml"
-  kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations \
-    -l app.kubernetes.io/part-of=kubewarden -o json >"$dir/webhooks.json"
-}
-
 # kw_backend_start: the pods' backends (control-plane/policy-server-pods.py, which follows the
 # pods through every rollout), started or resumed; waits until each pod's answers /readiness.
 kw_backend_start() {

@@ -67,23 +67,18 @@ fn generated(settings: &Value) -> std::result::Result<Vec<(String, String)>, Str
     Ok(answer
         .match_conditions
         .into_iter()
-        .map(|c| (c.name, c.expression))
+        .map(|c| (c.name, c.expression.trim().to_string()))
         .collect())
 }
 
-/// A list of `{name, expression}` as pairs (absent: none).
+/// A list of `{name, expression}` as pairs, the expressions trimmed (a YAML block scalar may
+/// keep a trailing newline); absent: none.
 fn conditions(list: &Value) -> Vec<(String, String)> {
     (list.as_array().into_iter().flatten())
         .map(|c| {
             let text = |k: &str| c[k].as_str().unwrap_or_default().trim().to_string();
             (text("name"), text("expression"))
         })
-        .collect()
-}
-
-fn trimmed(list: Vec<(String, String)>) -> Vec<(String, String)> {
-    list.into_iter()
-        .map(|(n, e)| (n, e.trim().to_string()))
         .collect()
 }
 
@@ -115,10 +110,12 @@ pub fn judge(live: &Live) -> Vec<String> {
                 "policy {name}: its PolicyServer {server} does not exist"
             ));
         }
-        let wanted = match generated(match &spec["settings"] {
-            Value::Null => &Value::Null,
-            s => s,
-        }) {
+        // No settings are the policy's defaults, as policy-server hands the module `{}`.
+        let settings = match &spec["settings"] {
+            Value::Null => json!({}),
+            s => s.clone(),
+        };
+        let wanted = match generated(&settings) {
             Ok(wanted) => wanted,
             Err(message) => {
                 faults.push(format!(
@@ -158,7 +155,7 @@ pub fn judge(live: &Live) -> Vec<String> {
             faults.push(format!(
                 "webhook {config}: has none of policy {name}'s matchConditions: the controller dropped them (its one check at start found no matchConditions in the API server's OpenAPI): restart it"
             ));
-        } else if trimmed(live_conditions.clone()) != trimmed(declared.clone()) {
+        } else if live_conditions != declared {
             faults.push(format!(
                 "webhook {config}: its matchConditions are not policy {name}'s spec.matchConditions"
             ));

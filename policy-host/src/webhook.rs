@@ -275,6 +275,14 @@ spec:
   settings: {allowAdoption: false}
 "#;
 
+    /// The configuration of `policy` for a 1.36 server, at `https://h`, in Kubewarden's
+    /// default namespace.
+    fn webhook_of(policy: &ClusterAdmissionPolicy, naming: Naming) -> Value {
+        policy
+            .webhook_configuration("https://h", b"CA", 36, naming, KUBEWARDEN_NAMESPACE)
+            .unwrap()
+    }
+
     #[test]
     fn the_webhook_is_what_the_controller_writes() {
         let policy = ClusterAdmissionPolicy::read(MANIFEST).unwrap();
@@ -344,9 +352,7 @@ spec:
             ("1.38", "kw.cap.p"),
         ] {
             let naming = Naming::of(version).unwrap();
-            let config = policy
-                .webhook_configuration("https://h", b"CA", 36, naming, KUBEWARDEN_NAMESPACE)
-                .unwrap();
+            let config = webhook_of(&policy, naming);
             assert_eq!(config["metadata"]["name"], name, "{version}");
             assert_eq!(
                 config["webhooks"][0]["name"],
@@ -375,15 +381,7 @@ spec:
             "namespaced-team-a-p"
         );
         assert_eq!(policy.unique_name(Naming::From1372), "kw.ap.team-a.p");
-        let config = policy
-            .webhook_configuration(
-                "https://h",
-                b"CA",
-                36,
-                Naming::From1372,
-                KUBEWARDEN_NAMESPACE,
-            )
-            .unwrap();
+        let config = webhook_of(&policy, Naming::From1372);
         assert_eq!(
             config["webhooks"][0]["namespaceSelector"],
             json!({"matchLabels": {"kubernetes.io/metadata.name": "team-a"}})
@@ -413,15 +411,7 @@ spec:
             "  mode: protect\n  allowInsideAdmissionControllerNamespace: true",
         );
         let policy = ClusterAdmissionPolicy::read(&manifest).unwrap();
-        let config = policy
-            .webhook_configuration(
-                "https://h",
-                b"CA",
-                36,
-                Naming::From1372,
-                KUBEWARDEN_NAMESPACE,
-            )
-            .unwrap();
+        let config = webhook_of(&policy, Naming::From1372);
         let ns = &config["webhooks"][0]["namespaceSelector"]["matchExpressions"];
         assert_eq!(ns.as_array().map(Vec::len), Some(1));
         assert_eq!(ns[0]["key"], "team");
