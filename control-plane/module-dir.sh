@@ -9,6 +9,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 folder="${1:?usage: module-dir.sh FOLDER MODULE}" module="${2:?usage: module-dir.sh FOLDER MODULE}"
 cd "$here/$folder"
-version="$(GOFLAGS=-mod=readonly GOTOOLCHAIN=local go list -m -f '{{.Version}}' "$module")"
-GOFLAGS=-mod=readonly GOTOOLCHAIN=local go mod download -json "$module@$version" |
+# The toolchain go.mod names, as build.sh takes it (Flux's modules need Go 1.27), else the machine's.
+toolchain="$(sed -n 's/^toolchain //p' go.mod)"
+export GOTOOLCHAIN="${toolchain:-local}"
+version="$(GOFLAGS=-mod=readonly go list -m -f '{{.Version}}' "$module")"
+GOFLAGS=-mod=readonly go mod download -json "$module@$version" |
   python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["Dir"]) if d.get("Dir") else sys.exit(d.get("Error", "no Dir"))'

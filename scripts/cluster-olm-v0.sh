@@ -23,7 +23,7 @@
 #   policy-server-default), with deploy/rbac/lookups.yaml applied (but in the lookups suite):
 #   policy-host serve, or policy-server when POLICY_SERVER is given (its debug log turned into
 #   the same verdict records by e2e-tests/cluster-olm-v0/verdicts.py);
-# - the witness webhook (e2e-tests/cluster-olm-v0/witness.py): every write of OLM's service
+# - the witness webhook (control-plane/witness.py): every write of OLM's service
 #   account and of an object labelled olm.owner, with its labels, annotations and owner
 #   references.
 # Then it runs the suite's bats files (e2e-tests/cluster-olm-v0/) and takes it all down.
@@ -259,13 +259,13 @@ available_standin() {
   done
 }
 
-# witness_up: e2e-tests/cluster-olm-v0/witness.py, registered for every write (CREATE,
+# witness_up: control-plane/witness.py, registered for every write (CREATE,
 # UPDATE, DELETE; no subresource, no Event) of OLM's service account, and of any object
 # labelled olm.owner (a ValidatingWebhookConfiguration whose name sorts before the policy's).
 witness_up() {
   local port ca
   read -r port <<<"$(free_ports 1)"
-  start "$suite_name-witness" "$suite_dir/logs/witness.log" python3 "$here/witness.py" \
+  start "$suite_name-witness" "$suite_dir/logs/witness.log" python3 "$root/control-plane/witness.py" \
     --port "$port" --cert "$certs/serving.crt" --key "$certs/serving.key" --log "$suite_dir/witness.jsonl"
   wait_for 30 "$suite_name: witness webhook" curl -sf --cacert "$certs/ca.crt" "https://127.0.0.1:$port/healthz" ||
     die "the witness webhook did not start"

@@ -4,7 +4,7 @@
 #   OLM_RUN_DIR (records), OLM_SUITE, OLM_SUITE_DIR (its logs), OLM_PRESET (the policy's
 #   manifest), OLM_POLICY_WEBHOOK (its webhook's name), OLM_LOOKUPS (yes: deploy/rbac/lookups.yaml
 #   is applied), WITNESS_LOG (every write of OLM's service account or of an object labelled
-#   olm.owner: e2e-tests/cluster-olm-v0/witness.py), OLM_USER (OLM's service account's name).
+#   olm.owner: control-plane/witness.py), OLM_USER (OLM's service account's name).
 load ../cluster/common
 # Under policy-server too the verdicts are recorded: scripts/cluster-olm-v0.sh turns its debug
 # log into policy-host serve's records (verdicts.py).

@@ -48,6 +48,8 @@ KINDS = {
     "ClusterServiceVersion": ("operators.coreos.com", "v1alpha1", "clusterserviceversions", True),
     "ClusterObjectSet": ("olm.operatorframework.io", "v1", "clusterobjectsets", False),
     "HelmChart": ("source.toolkit.fluxcd.io", "v1", "helmcharts", True),
+    "GitRepository": ("source.toolkit.fluxcd.io", "v1", "gitrepositories", True),
+    "Kustomization": ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", True),
     "HelmRelease": ("helm.toolkit.fluxcd.io", "v2", "helmreleases", True),
 }
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""A validating webhook for the OLM v0 suites (scripts/cluster-olm-v0.sh) that allows every
-request and writes one JSON line per write it sees: operation, kind, name, namespace, the
-writer's username, and the new and the old object's labels, annotations (but
-kubectl.kubernetes.io/last-applied-configuration and olm.operatorGroupProvidedAPIs-sized
-values, cut to 200 characters) and ownerReferences. The suites read it to know what OLM wrote,
-as whom, and with which owner; scripts/cluster-olm-v0.sh registers it for every write of
-olm-operator's service account and of any object carrying olm.owner.
+"""A validating webhook that allows every request and writes one JSON line per write it sees:
+operation, kind, name, namespace, the writer's username, whether it was a dry run, and the new
+and the old object's labels, annotations (but kubectl.kubernetes.io/last-applied-configuration,
+and values cut to 200 characters) and ownerReferences. It is how the suites know what a real
+tool wrote, as whom, and with which owner: the OLM v0 suites (scripts/cluster-olm-v0.sh,
+registered for olm-operator's writes and any object labelled olm.owner) and the suites of the
+tools control-plane/witness.sh registers it for (Flux, Timoni, Argo CD), whose records
+e2e-tests/corpus/witnessed.py checks against the corpus.
 
 usage: witness.py --port PORT --cert FILE --key FILE --log FILE
 Serves POST /validate over HTTPS on 127.0.0.1, and GET /healthz.
@@ -45,7 +46,7 @@ def meta(obj):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server_version = "olm-v0-witness"
+    server_version = "single-owner-witness"
 
     def log_message(self, fmt, *args):
         pass
@@ -103,7 +104,7 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cfg.cert, cfg.key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    print(f"olm-v0 witness on https://127.0.0.1:{cfg.port}", flush=True)
+    print(f"witness on https://127.0.0.1:{cfg.port}", flush=True)
     server.serve_forever()
 
 
