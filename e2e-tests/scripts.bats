@@ -77,3 +77,21 @@ build() {
   assert_output ""
   [[ "$stderr" == *"unknown program 'etcd'"* ]] || fail "$stderr"
 }
+
+@test "build.sh --exports prints one export line per program, the toolchain a go.mod names taken for that build alone" {
+  # The stub records the toolchain it ran under: Argo CD's go.mod names go1.27.3, Timoni's none.
+  cat >>"$stubs/go" <<'EOF2'
+echo "GOTOOLCHAIN=$GOTOOLCHAIN" >>"${GO_TOOLCHAINS:?}"
+EOF2
+  export GO_TOOLCHAINS="$BATS_TEST_TMPDIR/toolchains"
+  build --exports timoni argocd
+  assert_success
+  assert_equal "$(sed -n 1p <<<"$output")" "export TIMONI=$(ls "$cache"/go/timoni-*/timoni)"
+  assert_equal "$(sed -n 2p <<<"$output")" "export ARGOCD=$(ls "$cache"/go/argocd-*/cmd)"
+  assert_equal "$(cat "$GO_TOOLCHAINS")" "GOTOOLCHAIN=local
+GOTOOLCHAIN=go1.27.3"
+  # A program it cannot build or does not know fails the whole, and prints no line for it.
+  build --exports timoni no-such-program
+  assert_failure
+  [[ "$output" != *no-such-program* ]] || fail "$output"
+}

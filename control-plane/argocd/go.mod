@@ -3,8 +3,6 @@
 // CD suites; built from the Go module proxy by ../build.sh. v3.6.2 is the newest release the
 // proxy serves; its nested gitops-engine/v3 module comes from the proxy at the same version (the
 // upstream replace to ./gitops-engine does not apply to a dependent). It needs Go 1.27.
-module proxy by
-// ../build.sh; gitops-engine v3.6.2 comes from the proxy too. Needs Go 1.27 (upstream's go line).
 module single-owner-policy/control-plane/argocd
 
 go 1.27.0

@@ -77,6 +77,7 @@ teardown() {
   [[ "$output" == True\|* ]] || fail "$output"
   kustomization "$ns" web ./app | kubectl apply -f - >/dev/null
   run outcome "$ns" kustomization web
+  echo "# web's Ready condition: $output" >&3
   [[ "$output" == "False|ConfigMap/$ns/shared dry-run failed"*"admission webhook \"$FLUX_WEBHOOK\" denied the request: ConfigMap \"shared\" in namespace \"$ns\" is owned by [$KS_NAME=shop"*"this UPDATE would change its owner to [$KS_NAME=web"* ]] ||
     fail "not the policy's refusal: $output"
   assert_equal "$(label_in "$ns" configmap shared "$KS_NAME")" shop
@@ -158,6 +159,7 @@ teardown() {
   # helm-controller takes existing objects over by default (Helm's take-ownership).
   helmrelease "$ns" podinfo "{\"shared\": \"$shared\"}" | kubectl apply -f - >/dev/null
   run outcome "$ns" helmrelease podinfo
+  echo "# podinfo's Ready condition: $output" >&3
   [[ "$output" == "False|Helm install failed for release $ns/podinfo"*"server-side apply failed for object /widgets.$shared"*"admission webhook \"$HELM_WEBHOOK\" denied the request: CustomResourceDefinition \"widgets.$shared\" is owned by [meta.helm.sh/release-name=widgets"* ]] ||
     fail "not the policy's refusal: $output"
   assert_equal "$(kubectl get crd "widgets.$shared" -o json | jq -r '.metadata.annotations["meta.helm.sh/release-name"]')" widgets

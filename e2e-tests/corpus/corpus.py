@@ -50,6 +50,7 @@ KINDS = {
     "HelmChart": ("source.toolkit.fluxcd.io", "v1", "helmcharts", True),
     "GitRepository": ("source.toolkit.fluxcd.io", "v1", "gitrepositories", True),
     "Kustomization": ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", True),
+    "Application": ("argoproj.io", "v1alpha1", "applications", True),
     "HelmRelease": ("helm.toolkit.fluxcd.io", "v2", "helmreleases", True),
 }
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
