@@ -39,6 +39,7 @@ setup() {
 
 teardown() {
   [ -n "${ns:-}" ] || return 0
+  policy_back "$ARGOCD_POLICY" probe_refused
   argocd_settled || true
   local apps
   apps="$(kubectl get applications -n "$(app_namespace)" -l "e2e.single-owner.test/namespace=$ns" -o name)"

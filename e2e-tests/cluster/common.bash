@@ -58,6 +58,19 @@ policy_on() {
   fail "the API server does not run the webhook of $policy 30 s after it was applied"
 }
 
+# policy_back POLICY PROBE_REFUSED [ARG...] (teardown): POLICY on again when a failed test
+# left it off (policy_off ran, policy_on did not), so that no later test runs without it.
+policy_back() {
+  local policy="$1"
+  [ -f "$BATS_FILE_TMPDIR/$policy.json" ] || return 0
+  if [ "$WEBHOOKS" = controller ]; then
+    kubectl get clusteradmissionpolicy "$policy" >/dev/null 2>&1 && return 0
+  else
+    kubectl get validatingwebhookconfiguration "$(policy_id "$policy")" >/dev/null 2>&1 && return 0
+  fi
+  policy_on "$@"
+}
+
 # policy_server_settled: the controller's rollout is over: every policy server pod carries the
 # ConfigMap's current version, is Ready and is not terminating (each pod's backend then serves
 # what the ConfigMap holds).

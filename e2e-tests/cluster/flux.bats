@@ -38,6 +38,7 @@ setup() {
 
 teardown() {
   [ -n "${ns:-}" ] || return 0
+  policy_back "$FLUX_POLICY" probe_refused "$ns"
   kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 }
 

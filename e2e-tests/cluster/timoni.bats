@@ -32,6 +32,7 @@ setup() {
 
 teardown() {
   [ -n "${ns:-}" ] || return 0
+  policy_back "$TIMONI_POLICY" probe_refused "$ns"
   kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 }
 

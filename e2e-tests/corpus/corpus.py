@@ -51,6 +51,7 @@ KINDS = {
     "GitRepository": ("source.toolkit.fluxcd.io", "v1", "gitrepositories", True),
     "Kustomization": ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", True),
     "Application": ("argoproj.io", "v1alpha1", "applications", True),
+    "App": ("example.crossplane.io", "v1", "apps", True),
     "HelmRelease": ("helm.toolkit.fluxcd.io", "v2", "helmreleases", True),
 }
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
