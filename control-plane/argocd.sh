@@ -18,10 +18,10 @@
 #       destinationServiceAccounts), as deploy/identity/argocd-impersonation.yaml expects.
 # Applications may live in any namespace (--application-namespaces '*', the AppProject's
 # sourceNamespaces): their tracking ids then start with <namespace>_.
-# What is not Argo CD's own: the controller's kubeconfig holds a service account token from
-# `kubectl create token` (in a pod the kubelet mounts one) and its account is bound to
-# cluster-admin, as Argo CD's install binds argocd-application-controller; the in-cluster
-# destination (https://kubernetes.default.svc) is that kubeconfig through ARGOCD_FAKE_IN_CLUSTER
+# What is not Argo CD's own: the controller's kubeconfig holds a service account token
+# (control-plane/tools.bash, tool_account) and its account is bound to cluster-admin, as Argo
+# CD's install binds argocd-application-controller; the in-cluster destination
+# (https://kubernetes.default.svc) is that kubeconfig through ARGOCD_FAKE_IN_CLUSTER
 # (pkg/apis/application/v1alpha1/types.go, rawRestConfig: "fake an in-cluster RESTConfig", for
 # development), since no pod's service account files exist here; the repo server speaks
 # plaintext gRPC on loopback (--disable-tls, the controller's --repo-server-plaintext) and
@@ -36,30 +36,13 @@ CONTROLLER=argocd-application-controller
 log() { echo "argocd: $*" >&2; }
 # shellcheck source=control-plane/processes.bash
 source "$root/control-plane/processes.bash"
+# shellcheck source=control-plane/tools.bash
+source "$root/control-plane/tools.bash"
 
 down() {
   [ -d "$dir/pids" ] || return 0
-  for file in "$dir"/pids/*.pid; do
-    [ -f "$file" ] && stop_pid_file "$file"
-  done
+  stop_all "$dir/pids"
   log "stopped"
-}
-
-# kubeconfig_of SERVICE-ACCOUNT: a kubeconfig that authenticates as argocd's SERVICE-ACCOUNT,
-# its context's namespace argocd (the controller's namespace is its kubeconfig's).
-kubeconfig_of() {
-  local file="$dir/kubeconfig-$1" server ca
-  server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
-  ca="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
-  cat >"$file" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
-users: [{name: $1, user: {token: "$(kubectl create token "$1" -n "$NS" --duration 24h)"}}]
-contexts: [{name: local, context: {cluster: local, user: $1, namespace: $NS}}]
-current-context: local
-KUBECONFIG
-  echo "$file"
 }
 
 # settings: argocd-cm, argocd-secret and argocd-rbac-cm. Argo CD's settings manager sees only
@@ -127,18 +110,14 @@ up() {
     -f "$module/manifests/crds/appproject-crd.yaml" >/dev/null
   # Retried: kubectl wait fails outright while a new CRD has no status.conditions yet.
   wait_for 60 "Argo CD's CRDs" kubectl wait --for condition=established --timeout 10s crd applications.argoproj.io appprojects.argoproj.io
-  kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  local kubeconfig
+  kubeconfig="$(tool_account "$NS" "$CONTROLLER" "$dir/kubeconfig-$CONTROLLER")"
   settings
   project
-  kubectl -n "$NS" create serviceaccount "$CONTROLLER" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  kubectl create clusterrolebinding "$CONTROLLER" --clusterrole cluster-admin \
-    --serviceaccount "$NS:$CONTROLLER" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
   local git_port redis repo repo_metrics metrics
   read -r git_port redis repo repo_metrics metrics <<<"$(free_ports 5)"
-  start_in "$dir/pids" git-server "$dir/git-server.log" python3 "$root/control-plane/git-server.py" "$dir/git" "$git_port"
-  # Any answer will do (there is no repository yet: a 404).
-  wait_for 20 "git server" curl -s -o /dev/null "http://127.0.0.1:$git_port/"
+  git_server_start "$dir/pids" "$dir/git" "$git_port"
   # The cache Argo CD's components share (manifests, app state): no persistence, loopback only.
   start_in "$dir/pids" redis "$dir/redis.log" redis-server --port "$redis" --bind 127.0.0.1 \
     --save '' --appendonly no --dir "$dir/tmp"
@@ -158,7 +137,7 @@ up() {
   wait_for 60 "repo server" curl -sf "http://127.0.0.1:$repo_metrics/healthz?full=true"
   # The controller's metrics server listens on 0.0.0.0:PORT (controller/appcontroller.go: no
   # address flag).
-  KUBECONFIG="$(kubeconfig_of "$CONTROLLER")" ARGOCD_FAKE_IN_CLUSTER=true TMPDIR="$dir/tmp" \
+  KUBECONFIG="$kubeconfig" ARGOCD_FAKE_IN_CLUSTER=true TMPDIR="$dir/tmp" \
     start_in "$dir/pids" application-controller "$dir/application-controller.log" \
     "$dir/bin/argocd-application-controller" --repo-server "127.0.0.1:$repo" --repo-server-plaintext \
     --redis "127.0.0.1:$redis" --metrics-port "$metrics" --application-namespaces '*' \

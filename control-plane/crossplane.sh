@@ -40,29 +40,13 @@ FUNCTION=function-patch-and-transform
 log() { echo "crossplane: $*" >&2; }
 # shellcheck source=control-plane/processes.bash
 source "$root/control-plane/processes.bash"
+# shellcheck source=control-plane/tools.bash
+source "$root/control-plane/tools.bash"
 
 down() {
   [ -d "$dir/pids" ] || return 0
-  for file in "$dir"/pids/*.pid; do
-    [ -f "$file" ] && stop_pid_file "$file"
-  done
+  stop_all "$dir/pids"
   log "stopped"
-}
-
-# kubeconfig_of SERVICE-ACCOUNT: a kubeconfig that authenticates as crossplane-system's SERVICE-ACCOUNT.
-kubeconfig_of() {
-  local file="$dir/kubeconfig-$1" server ca
-  server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
-  ca="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
-  cat >"$file" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
-users: [{name: $1, user: {token: "$(kubectl create token "$1" -n "$NS" --duration 24h)"}}]
-contexts: [{name: local, context: {cluster: local, user: $1, namespace: $NS}}]
-current-context: local
-KUBECONFIG
-  echo "$file"
 }
 
 # certificates: DIR/ca.{crt,key}; DIR/function/{ca.crt,tls.crt,tls.key} (the function's server
@@ -101,10 +85,8 @@ up() {
   crds="$("$root/control-plane/module-dir.sh" crossplane github.com/crossplane/crossplane/v2)/cluster/crds"
   kubectl apply --server-side --force-conflicts -f "$crds" >/dev/null
   kubectl wait --for condition=established --timeout 60s crd --all >/dev/null
-  kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  kubectl -n "$NS" create serviceaccount "$SA" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  kubectl create clusterrolebinding crossplane-e2e --clusterrole cluster-admin \
-    --serviceaccount "$NS:$SA" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  local kubeconfig
+  kubeconfig="$(tool_account "$NS" "$SA" "$dir/kubeconfig-$SA")"
   certificates
 
   local fn_port metrics health
@@ -144,7 +126,7 @@ YAML
     --controllers garbagecollector --leader-elect=false --secure-port 0 --concurrent-gc-syncs 5 -v 2 --vmodule graph_builder=5
 
   POD_NAMESPACE="$NS" POD_SERVICE_ACCOUNT="$SA" start_in "$dir/pids" core "$dir/core.log" \
-    env KUBECONFIG="$(kubeconfig_of "$SA")" "$core" core start --debug \
+    env KUBECONFIG="$kubeconfig" "$core" core start --debug \
     --enable-webhooks=false --package-runtime=Function=External \
     --tls-client-certs-dir "$dir/certs/core" \
     --metrics-port "$metrics" --health-probe-port "$health" \

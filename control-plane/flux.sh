@@ -10,10 +10,10 @@
 #       repositories' folder, FLUX_GIT_URL: the server's URL); exits 3 when a controller's
 #       binary is not given (FLUX_SOURCE_CONTROLLER, FLUX_KUSTOMIZE_CONTROLLER,
 #       FLUX_HELM_CONTROLLER: `make cluster-e2e` builds them with control-plane/build.sh).
-# What is not Flux's own: the controllers' kubeconfigs hold service account tokens from
-# `kubectl create token` (in a pod the kubelet mounts one), and the service accounts are bound
-# to cluster-admin, as Flux's install binds kustomize-controller and helm-controller
-# (cluster-reconciler-flux-system); source-controller gets the same, not its narrower role.
+# What is not Flux's own: the controllers' kubeconfigs hold service account tokens
+# (control-plane/tools.bash, tool_account), and the accounts are bound to cluster-admin, as
+# Flux's install binds kustomize-controller and helm-controller (cluster-reconciler-flux-system);
+# source-controller gets the same, not its narrower role.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cluster="$(realpath -m "${CLUSTER_DIR:-$root/target/cluster}")"
@@ -23,29 +23,13 @@ NS=flux-system
 log() { echo "flux: $*" >&2; }
 # shellcheck source=control-plane/processes.bash
 source "$root/control-plane/processes.bash"
+# shellcheck source=control-plane/tools.bash
+source "$root/control-plane/tools.bash"
 
 down() {
   [ -d "$dir/pids" ] || return 0
-  for file in "$dir"/pids/*.pid; do
-    if [ -f "$file" ]; then stop_pid_file "$file"; fi
-  done
+  stop_all "$dir/pids"
   log "stopped"
-}
-
-# kubeconfig_of SERVICE-ACCOUNT: a kubeconfig that authenticates as flux-system's SERVICE-ACCOUNT.
-kubeconfig_of() {
-  local file="$dir/kubeconfig-$1" server ca
-  server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
-  ca="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
-  cat >"$file" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
-users: [{name: $1, user: {token: "$(kubectl create token "$1" -n "$NS" --duration 24h)"}}]
-contexts: [{name: local, context: {cluster: local, user: $1, namespace: $NS}}]
-current-context: local
-KUBECONFIG
-  echo "$file"
 }
 
 up() {
@@ -66,30 +50,20 @@ up() {
   done
   kubectl apply --server-side --force-conflicts -f "${crds[0]}" -f "${crds[1]}" -f "${crds[2]}" >/dev/null
   kubectl wait --for condition=established --timeout 60s crd --all >/dev/null
-  kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
-  local git_port ports
+  local git_port binary
   git_port="$(free_port)"
-  start_in "$dir/pids" git-server "$dir/git-server.log" python3 "$root/control-plane/git-server.py" "$dir/git" "$git_port"
-  # Any answer will do (there is no repository yet: a 404).
-  wait_for 20 "git server" curl -s -o /dev/null "http://127.0.0.1:$git_port/"
-
-  local controller binary
-  for controller in source-controller kustomize-controller helm-controller; do
-    kubectl -n "$NS" create serviceaccount "$controller" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-    kubectl create clusterrolebinding "flux-$controller" --clusterrole cluster-admin \
-      --serviceaccount "$NS:$controller" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  done
+  git_server_start "$dir/pids" "$dir/git" "$git_port"
   read -r storage metrics_s health_s metrics_k health_k metrics_h health_h <<<"$(free_ports 7)"
   RUNTIME_NAMESPACE="$NS" start_in "$dir/pids" source-controller "$dir/source-controller.log" \
-    env KUBECONFIG="$(kubeconfig_of source-controller)" "$source" \
+    env KUBECONFIG="$(tool_account "$NS" source-controller "$dir/kubeconfig-source-controller")" "$source" \
     --storage-path "$dir/storage" --storage-addr "127.0.0.1:$storage" --storage-adv-addr "127.0.0.1:$storage" \
     --metrics-addr "127.0.0.1:$metrics_s" --health-addr "127.0.0.1:$health_s" --log-level debug
   RUNTIME_NAMESPACE="$NS" start_in "$dir/pids" kustomize-controller "$dir/kustomize-controller.log" \
-    env KUBECONFIG="$(kubeconfig_of kustomize-controller)" "$kustomize" \
+    env KUBECONFIG="$(tool_account "$NS" kustomize-controller "$dir/kubeconfig-kustomize-controller")" "$kustomize" \
     --metrics-addr "127.0.0.1:$metrics_k" --health-addr "127.0.0.1:$health_k" --log-level debug
   RUNTIME_NAMESPACE="$NS" start_in "$dir/pids" helm-controller "$dir/helm-controller.log" \
-    env KUBECONFIG="$(kubeconfig_of helm-controller)" "$helm" \
+    env KUBECONFIG="$(tool_account "$NS" helm-controller "$dir/kubeconfig-helm-controller")" "$helm" \
     --metrics-addr "127.0.0.1:$metrics_h" --health-addr "127.0.0.1:$health_h" --log-level debug
   for binary in source:$health_s kustomize:$health_k helm:$health_h; do
     wait_for 60 "${binary%:*}-controller" curl -sf "http://127.0.0.1:${binary#*:}/readyz"

@@ -50,3 +50,12 @@ stop_pid_file() {
   fi
   rm -f "$file"
 }
+
+# stop_all PIDDIR: every process whose PID file is in PIDDIR stopped (stop_pid_file); nothing
+# when there is none.
+stop_all() {
+  local file
+  for file in "$1"/*.pid; do
+    if [ -f "$file" ]; then stop_pid_file "$file"; fi
+  done
+}

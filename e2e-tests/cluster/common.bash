@@ -12,6 +12,8 @@ CLUSTER_DIR="${CLUSTER_DIR:-$ROOT/target/cluster}"
 }
 # shellcheck disable=SC1091
 source "$CLUSTER_DIR/env"
+# shellcheck source=control-plane/tools.bash
+source "$ROOT/control-plane/tools.bash"
 
 OLM_KIND=olm.operatorframework.io/owner-kind
 OLM_NAME=olm.operatorframework.io/owner-name
@@ -135,22 +137,9 @@ crd_manifest() {
 ensure() { kubectl create "$@" --dry-run=client -o json | kubectl apply -f - >/dev/null; }
 
 # kubeconfig_for NAMESPACE SERVICE-ACCOUNT: a kubeconfig that authenticates as the service
-# account (a token from `kubectl create token`), for tools that take a kubeconfig (Helm);
-# prints its path.
-kubeconfig_for() {
-  local file="$BATS_FILE_TMPDIR/kubeconfig-$1-$2" server ca
-  server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
-  ca="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
-  cat >"$file" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
-users: [{name: $1-$2, user: {token: "$(kubectl create token "$2" -n "$1")"}}]
-contexts: [{name: local, context: {cluster: local, user: $1-$2, namespace: $1}}]
-current-context: local
-KUBECONFIG
-  echo "$file"
-}
+# account (control-plane/tools.bash), for tools that take a kubeconfig (Helm, Timoni); prints
+# its path.
+kubeconfig_for() { kubeconfig_as "$1" "$2" "$BATS_FILE_TMPDIR/kubeconfig-$1-$2"; }
 
 # api METHOD PATH [CONTENT-TYPE BODY]: a raw call to the first API server as the admin; the
 # HTTP status in $api_code, the answer (JSON) in $output. Tests judge the API server's answer
