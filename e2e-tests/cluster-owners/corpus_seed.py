@@ -75,7 +75,7 @@ XR_KINDS = {
 }
 KINDS.update(XR_KINDS)
 ORDER = ["Namespace", "CustomResourceDefinition", *XR_KINDS, "ClusterExtension", "ClusterObjectSet",
-         "ClusterServiceVersion", "HelmRelease", "Kustomization", "Application", "HelmChart",
+         "ClusterServiceVersion", "GitRepository", "HelmRelease", "Kustomization", "Application", "HelmChart",
          "Secret", "ServiceAccount", "ConfigMap", "Service", "Deployment", "ReplicaSet", "StatefulSet", "Job",
          "Ingress", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "APIService",
          "ValidatingWebhookConfiguration"]
@@ -202,6 +202,8 @@ def body(kind, name):
                          "sourceRef": {"kind": "HelmRepository", "name": name.split("-", 2)[-1]}}}
     if kind == "HelmRelease":
         return {"spec": {"interval": "10m", "chart": {"spec": {"chart": name}}}}
+    if kind == "GitRepository":
+        return {"spec": {"interval": "10m", "url": f"https://git.example.com/{name}.git", "ref": {"branch": "main"}}}
     if kind == "Kustomization":
         return {"spec": {"interval": "10m", "path": f"./{name}", "prune": True,
                          "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}
@@ -231,7 +233,7 @@ def crds():
     that serves the corpus APIService's group."""
     out = []
     for kind, (group, version, plural, namespaced) in KINDS.items():
-        if kind in ("ClusterServiceVersion", "ClusterObjectSet", "HelmChart", "Application", *XR_KINDS):
+        if kind in ("ClusterServiceVersion", "ClusterObjectSet", "HelmChart", "GitRepository", "Application", *XR_KINDS):
             spec = crd_spec(f"{plural}.{group}", "Namespaced" if namespaced else "Cluster", version)
             spec["names"]["kind"] = kind
             spec["names"]["listKind"] = f"{kind}List"
