@@ -180,8 +180,9 @@ cluster-down:
 # one-tool presets, the identity presets, then the all-tools preset, each on a cluster of its own.
 # The real tools the suites run (REAL_TOOLS: Flux's controllers and Timoni's CLI, whose builds fit
 # CI's budget) are built once per machine from the Go module proxy (control-plane/build.sh); a
-# suite whose tool is left out skips. `make cluster-e2e-full` adds Argo CD and Crossplane (their
-# first builds take about 10 and 9 minutes more on 2 cores).
+# suite whose tool is left out skips. `make cluster-e2e-full` adds Argo CD and Crossplane: their
+# first builds (about 4 and 2.5 minutes on 2 cores after the others) and suites (about 10 minutes
+# over the three clusters) would take CI past its budget.
 REAL_TOOLS ?= source-controller kustomize-controller helm-controller timoni
 REAL_TOOLS_FULL := $(REAL_TOOLS) argocd crossplane function-patch-and-transform
 cluster-e2e-full:
